@@ -1,0 +1,266 @@
+#ifndef ASIO_SYNC_DETAIL_ACQUIRE_OP_HPP
+#define ASIO_SYNC_DETAIL_ACQUIRE_OP_HPP
+
+#include <asio_sync/detail/waiter_list.hpp>
+#include <asio_sync/error.hpp>
+
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/execution.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/recycling_allocator.hpp>
+#include <boost/asio/require.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+namespace asio_sync::detail {
+
+inline boost::system::error_code to_error_code(waiter_outcome outcome) noexcept
+{
+    switch (outcome)
+    {
+    case waiter_outcome::granted:
+        break;
+    case waiter_outcome::aborted:
+        return boost::asio::error::operation_aborted;
+    case waiter_outcome::closed:
+        return error::closed;
+    }
+    return {};
+}
+
+template <class Handler>
+using handler_allocator_t = boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>;
+
+template <class Handler>
+handler_allocator_t<Handler> get_handler_allocator(const Handler& handler) noexcept
+{
+    return boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>());
+}
+
+// Submits `f` through `ex` without ever running it inside the call (blocking.never), with the
+// handler's allocator, the way Asio's own operations complete.
+template <class Executor, class Function, class Allocator>
+void submit(const Executor& ex, Function&& f, const Allocator& alloc)
+{
+    static_assert(boost::asio::execution::is_executor<Executor>::value,
+                  "asio_sync needs a standard (P0443-style) executor");
+    auto target = boost::asio::prefer(boost::asio::require(ex, boost::asio::execution::blocking.never),
+                                      boost::asio::execution::allocator(alloc));
+#if defined(BOOST_ASIO_NO_DEPRECATED)
+    target.execute(std::forward<Function>(f));
+#else
+    boost::asio::execution::execute(target, std::forward<Function>(f));
+#endif
+}
+
+template <class Executor>
+using tracked_executor_t = std::decay_t<decltype(boost::asio::prefer(
+    std::declval<const Executor&>(), boost::asio::execution::outstanding_work.tracked))>;
+
+// Outstanding work, from initiation until the handler has been handed to its executor: on the
+// handler's associated executor, and on the I/O executor too when the handler has its own.
+template <class Handler, class IoExecutor>
+class handler_work
+{
+    using handler_executor = boost::asio::associated_executor_t<Handler, IoExecutor>;
+    static constexpr bool own_executor = !std::is_same_v<handler_executor, IoExecutor>;
+
+    struct no_work
+    {
+        explicit no_work(const IoExecutor&) noexcept {}
+    };
+
+    using io_work = std::conditional_t<own_executor, tracked_executor_t<IoExecutor>, no_work>;
+
+public:
+    handler_work(const Handler& handler, const IoExecutor& io_ex)
+        : io_work_(track(io_ex)),
+          handler_work_(track(boost::asio::get_associated_executor(handler, io_ex)))
+    {
+    }
+
+    template <class Function, class Allocator>
+    void complete(Function&& f, const Allocator& alloc)
+    {
+        submit(handler_work_, std::forward<Function>(f), alloc);
+    }
+
+private:
+    template <class Executor>
+    static auto track(const Executor& ex)
+    {
+        return boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
+    }
+
+    static no_work track(const no_work& w) noexcept { return w; }
+
+    io_work io_work_;
+    tracked_executor_t<handler_executor> handler_work_;
+};
+
+// What runs on the handler's executor: detaches our cancellation handler, then makes the upcall.
+template <class Handler>
+class completion
+{
+public:
+    using slot_type = boost::asio::associated_cancellation_slot_t<Handler>;
+
+    completion(Handler&& handler, boost::system::error_code ec, slot_type slot = slot_type())
+        : handler_(std::move(handler)), ec_(ec), slot_(std::move(slot))
+    {
+    }
+
+    void operator()()
+    {
+        if (slot_.is_connected())
+            slot_.clear();
+        std::move(handler_)(ec_);
+    }
+
+private:
+    Handler handler_;
+    boost::system::error_code ec_;
+    slot_type slot_;
+};
+
+// Completes `handler` with `ec` without an operation object: for acquires decided at initiation.
+template <class Handler, class IoExecutor>
+void post_completion(Handler&& handler, const IoExecutor& io_ex, boost::system::error_code ec)
+{
+    using handler_type = std::decay_t<Handler>;
+    const auto alloc = get_handler_allocator(handler);
+    const auto ex = boost::asio::get_associated_executor(handler, io_ex);
+    submit(ex, completion<handler_type>(std::forward<Handler>(handler), ec), alloc);
+}
+
+// Type-erased face of a queued acquire. `func_` either completes the operation (posting the
+// handler) or, given no error code, destroys it without invoking the handler.
+class acquire_op_base : public semaphore_waiter
+{
+public:
+    void complete(boost::system::error_code ec) { func_(this, &ec); }
+    void destroy() { func_(this, nullptr); }
+
+protected:
+    using func_type = void (*)(acquire_op_base*, const boost::system::error_code*);
+
+    explicit acquire_op_base(func_type func) noexcept : func_(func) {}
+    ~acquire_op_base() = default;
+
+private:
+    func_type func_;
+};
+
+template <class Handler, class IoExecutor>
+class acquire_op final : public acquire_op_base
+{
+public:
+    using slot_type = boost::asio::associated_cancellation_slot_t<Handler>;
+
+    acquire_op(Handler&& handler, const IoExecutor& io_ex)
+        : acquire_op_base(&do_func),
+          handler_(std::move(handler)),
+          work_(handler_, io_ex),
+          slot_(boost::asio::get_associated_cancellation_slot(handler_))
+    {
+    }
+
+    // Allocates with the handler's associated allocator: the only allocation of a queued acquire.
+    static acquire_op* create(Handler&& handler, const IoExecutor& io_ex)
+    {
+        op_allocator alloc(get_handler_allocator(handler));
+        acquire_op* op = std::allocator_traits<op_allocator>::allocate(alloc, 1);
+        try
+        {
+            return ::new (static_cast<void*>(op)) acquire_op(std::move(handler), io_ex);
+        }
+        catch (...)
+        {
+            std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
+            throw;
+        }
+    }
+
+    slot_type& slot() noexcept { return slot_; }
+
+private:
+    using op_allocator =
+        typename std::allocator_traits<handler_allocator_t<Handler>>::template rebind_alloc<acquire_op>;
+
+    // Moves everything out, frees the operation, and only then submits the completion, so the
+    // upcall never runs while this memory is still owned (and never while any lock is held).
+    static void do_func(acquire_op_base* base, const boost::system::error_code* ec)
+    {
+        auto* op = static_cast<acquire_op*>(base);
+        const auto handler_alloc = get_handler_allocator(op->handler_);
+        Handler handler(std::move(op->handler_));
+        handler_work<Handler, IoExecutor> work(std::move(op->work_));
+        slot_type slot(std::move(op->slot_));
+        op_allocator alloc(handler_alloc);
+        op->~acquire_op();
+        std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
+        if (ec)
+            work.complete(completion<Handler>(std::move(handler), *ec, std::move(slot)), handler_alloc);
+    }
+
+    Handler handler_;
+    handler_work<Handler, IoExecutor> work_;
+    slot_type slot_;
+};
+
+inline void destroy_all(waiter_list& done) noexcept
+{
+    while (semaphore_waiter* w = done.pop_front())
+        static_cast<acquire_op_base*>(w)->destroy();
+}
+
+// Finishes waiters that left the queue. Called after the semaphore's mutex is released. If an
+// executor throws, the operations not yet submitted are destroyed rather than leaked.
+inline void complete_all(waiter_list& done)
+{
+    struct guard
+    {
+        waiter_list& rest;
+        ~guard() { destroy_all(rest); }
+    } on_exit{done};
+    while (semaphore_waiter* w = done.pop_front())
+        static_cast<acquire_op_base*>(w)->complete(to_error_code(w->outcome));
+}
+
+// The per-operation cancellation handler, stored in the handler's cancellation slot. It names its
+// waiter through a pointer that the semaphore nulls (under its lock) once the waiter has left the
+// queue, so a cancellation arriving after a grant does nothing: O(1), no search of the queue.
+template <class Core>
+class acquire_cancellation
+{
+public:
+    acquire_cancellation(Core& core, semaphore_waiter* waiter) noexcept : core_(&core), waiter_(waiter) {}
+
+    semaphore_waiter** waiter_ref() noexcept { return &waiter_; }
+
+    void operator()(boost::asio::cancellation_type_t type)
+    {
+        using boost::asio::cancellation_type;
+        if (!(type & (cancellation_type::terminal | cancellation_type::partial | cancellation_type::total)))
+            return;
+        waiter_list done;
+        core_->cancel(&waiter_, done);
+        // The upcall clears the slot, which destroys *this: touch no member from here on.
+        complete_all(done);
+    }
+
+private:
+    Core* core_;
+    semaphore_waiter* waiter_;
+};
+
+} // namespace asio_sync::detail
+
+#endif // ASIO_SYNC_DETAIL_ACQUIRE_OP_HPP

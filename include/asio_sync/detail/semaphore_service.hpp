@@ -1,0 +1,83 @@
+#ifndef ASIO_SYNC_DETAIL_SEMAPHORE_SERVICE_HPP
+#define ASIO_SYNC_DETAIL_SEMAPHORE_SERVICE_HPP
+
+#include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/semaphore_core.hpp>
+
+#include <boost/asio/execution_context.hpp>
+
+#include <atomic>
+#include <mutex>
+
+namespace asio_sync::detail {
+
+class semaphore_service;
+
+// The executor-independent state of a semaphore, registered with its context's service.
+struct semaphore_impl
+{
+    explicit semaphore_impl(std::size_t initial_permits) : core(initial_permits) {}
+
+    semaphore_core<> core;
+    semaphore_impl* prev = nullptr; // service list, guarded by the service's mutex
+    semaphore_impl* next = nullptr;
+    // Null once the context has shut down, so a semaphore may outlive its context.
+    std::atomic<semaphore_service*> service{nullptr};
+};
+
+// Context shutdown destroys every queued acquire without invoking its handler, as Asio does with
+// its own pending operations.
+class semaphore_service final : public boost::asio::execution_context::service
+{
+public:
+    using key_type = semaphore_service;
+    static inline boost::asio::execution_context::id id;
+
+    explicit semaphore_service(boost::asio::execution_context& ctx) : service(ctx) {}
+
+    void add(semaphore_impl& impl)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        impl.prev = nullptr;
+        impl.next = first_;
+        if (first_)
+            first_->prev = &impl;
+        first_ = &impl;
+        impl.service.store(this, std::memory_order_release);
+    }
+
+    void remove(semaphore_impl& impl)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (impl.service.load(std::memory_order_relaxed) != this)
+            return;
+        (impl.prev ? impl.prev->next : first_) = impl.next;
+        if (impl.next)
+            impl.next->prev = impl.prev;
+        impl.service.store(nullptr, std::memory_order_relaxed);
+    }
+
+private:
+    void shutdown() override
+    {
+        waiter_list doomed;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            for (semaphore_impl* impl = first_; impl; impl = impl->next)
+            {
+                impl->core.abort_all(waiter_outcome::aborted, false, doomed);
+                impl->service.store(nullptr, std::memory_order_release);
+            }
+            first_ = nullptr;
+        }
+        // A handler's destructor may release a permit or destroy a semaphore: no lock is held here.
+        destroy_all(doomed);
+    }
+
+    std::mutex mutex_;
+    semaphore_impl* first_ = nullptr;
+};
+
+} // namespace asio_sync::detail
+
+#endif // ASIO_SYNC_DETAIL_SEMAPHORE_SERVICE_HPP

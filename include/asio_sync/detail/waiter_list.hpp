@@ -1,0 +1,73 @@
+#ifndef ASIO_SYNC_DETAIL_WAITER_LIST_HPP
+#define ASIO_SYNC_DETAIL_WAITER_LIST_HPP
+
+#include <cstddef>
+
+namespace asio_sync::detail {
+
+enum class waiter_outcome : unsigned char
+{
+    granted,
+    aborted,
+    closed,
+};
+
+// A queued acquire. It is a base of the operation object that holds the completion handler, so
+// queueing allocates nothing beyond that object.
+struct semaphore_waiter
+{
+    semaphore_waiter* prev = nullptr;
+    semaphore_waiter* next = nullptr;
+    std::size_t missing = 0;   // permits still to collect
+    std::size_t collected = 0; // permits collected while queued (only the head collects)
+    // Where a per-operation cancellation handler keeps its pointer to this waiter; nulled under
+    // the semaphore's mutex when the waiter leaves the queue, so a late cancellation finds nothing.
+    semaphore_waiter** cancel_ref = nullptr;
+    waiter_outcome outcome = waiter_outcome::granted;
+};
+
+// Intrusive doubly-linked FIFO of waiters: O(1) push, pop and erase, no allocation.
+class waiter_list
+{
+public:
+    waiter_list() = default;
+    waiter_list(const waiter_list&) = delete;
+    waiter_list& operator=(const waiter_list&) = delete;
+
+    bool empty() const noexcept { return head_ == nullptr; }
+    semaphore_waiter* front() const noexcept { return head_; }
+
+    void push_back(semaphore_waiter& w) noexcept
+    {
+        w.next = nullptr;
+        w.prev = tail_;
+        if (tail_)
+            tail_->next = &w;
+        else
+            head_ = &w;
+        tail_ = &w;
+    }
+
+    void erase(semaphore_waiter& w) noexcept
+    {
+        (w.prev ? w.prev->next : head_) = w.next;
+        (w.next ? w.next->prev : tail_) = w.prev;
+        w.prev = w.next = nullptr;
+    }
+
+    semaphore_waiter* pop_front() noexcept
+    {
+        semaphore_waiter* w = head_;
+        if (w)
+            erase(*w);
+        return w;
+    }
+
+private:
+    semaphore_waiter* head_ = nullptr;
+    semaphore_waiter* tail_ = nullptr;
+};
+
+} // namespace asio_sync::detail
+
+#endif // ASIO_SYNC_DETAIL_WAITER_LIST_HPP
