@@ -194,7 +194,7 @@ private:
     class initiate_async_acquire;
 
     template <class Handler>
-    void start_acquire(Handler&& handler, std::size_t n);
+    void start_acquire(Handler handler, std::size_t n);
 
     executor_type executor_;
     detail::semaphore_impl impl_;

@@ -74,14 +74,13 @@ class handler_work
 
     struct no_work
     {
-        explicit no_work(const IoExecutor&) noexcept {}
     };
 
     using io_work = std::conditional_t<own_executor, tracked_executor_t<IoExecutor>, no_work>;
 
 public:
     handler_work(const Handler& handler, const IoExecutor& io_ex)
-        : io_work_(track(io_ex)),
+        : io_work_(track_io(io_ex)),
           handler_work_(track(boost::asio::get_associated_executor(handler, io_ex)))
     {
     }
@@ -99,7 +98,13 @@ private:
         return boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
     }
 
-    static no_work track(const no_work& w) noexcept { return w; }
+    static io_work track_io(const IoExecutor& io_ex)
+    {
+        if constexpr (own_executor)
+            return track(io_ex);
+        else
+            return no_work{};
+    }
 
     io_work io_work_;
     tracked_executor_t<handler_executor> handler_work_;
@@ -132,12 +137,11 @@ private:
 
 // Completes `handler` with `ec` without an operation object: for acquires decided at initiation.
 template <class Handler, class IoExecutor>
-void post_completion(Handler&& handler, const IoExecutor& io_ex, boost::system::error_code ec)
+void post_completion(Handler handler, const IoExecutor& io_ex, boost::system::error_code ec)
 {
-    using handler_type = std::decay_t<Handler>;
     const auto alloc = get_handler_allocator(handler);
     const auto ex = boost::asio::get_associated_executor(handler, io_ex);
-    submit(ex, completion<handler_type>(std::forward<Handler>(handler), ec), alloc);
+    submit(ex, completion<Handler>(std::move(handler), ec), alloc);
 }
 
 // Type-erased face of a queued acquire. `func_` either completes the operation (posting the

@@ -21,7 +21,7 @@ public:
     template <class Handler>
     void operator()(Handler&& handler, std::size_t n) const
     {
-        self_->start_acquire(std::forward<Handler>(handler), n);
+        self_->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), n);
     }
 
 private:
@@ -48,21 +48,20 @@ basic_semaphore<Executor>::~basic_semaphore()
 
 template <class Executor>
 template <class Handler>
-void basic_semaphore<Executor>::start_acquire(Handler&& handler, std::size_t n)
+void basic_semaphore<Executor>::start_acquire(Handler handler, std::size_t n)
 {
-    using handler_type = std::decay_t<Handler>;
-    using op_type = detail::acquire_op<handler_type, Executor>;
+    using op_type = detail::acquire_op<Handler, Executor>;
     using cancellation_type = detail::acquire_cancellation<detail::semaphore_core<>>;
     using enqueue_result = detail::semaphore_core<>::enqueue_result;
 
     if (n > max_permits)
-        return detail::post_completion(std::forward<Handler>(handler), executor_, error::too_many_permits);
+        return detail::post_completion(std::move(handler), executor_, error::too_many_permits);
     if (impl_.core.try_acquire(n))
-        return detail::post_completion(std::forward<Handler>(handler), executor_, {});
+        return detail::post_completion(std::move(handler), executor_, {});
     if (n == 0) // try_acquire(0) fails only once closed
-        return detail::post_completion(std::forward<Handler>(handler), executor_, error::closed);
+        return detail::post_completion(std::move(handler), executor_, error::closed);
 
-    op_type* op = op_type::create(std::forward<Handler>(handler), executor_);
+    op_type* op = op_type::create(std::move(handler), executor_);
     auto& slot = op->slot();
     if (slot.is_connected())
     {
