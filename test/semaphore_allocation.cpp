@@ -1,0 +1,163 @@
+#define BOOST_TEST_MODULE semaphore_allocation
+#include <boost/test/unit_test.hpp>
+
+#include <asio_sync/semaphore.hpp>
+
+#include "support/counting_allocator.hpp"
+
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+// Sanitizer runtimes replace operator new themselves; there only the allocator is counted.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ASIO_SYNC_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ASIO_SYNC_TEST_SANITIZED 1
+#endif
+#endif
+
+namespace {
+
+std::atomic<std::size_t> global_news{0};
+
+} // namespace
+
+#ifndef ASIO_SYNC_TEST_SANITIZED
+void* operator new(std::size_t size)
+{
+    global_news.fetch_add(1, std::memory_order_relaxed);
+    if (void* p = std::malloc(size ? size : 1))
+        return p;
+    throw std::bad_alloc();
+}
+
+void* operator new(std::size_t size, std::align_val_t align)
+{
+    global_news.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t a = static_cast<std::size_t>(align);
+    if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a))
+        return p;
+    throw std::bad_alloc();
+}
+
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#endif
+
+namespace asio = boost::asio;
+using asio_sync::test::allocation_counts;
+using asio_sync::test::counting_allocator;
+using boost::system::error_code;
+
+namespace {
+
+// Each completion starts the next acquire that has to wait, then releases the permit it waits
+// for, so every round queues one waiter and hands it one permit.
+template <class Semaphore>
+struct waiting_chain
+{
+    Semaphore* sem;
+    counting_allocator<void> alloc;
+    int* left;
+    int* succeeded;
+
+    void operator()(error_code ec) const
+    {
+        *succeeded += !ec;
+        if (--*left > 0)
+            start();
+    }
+
+    void start() const
+    {
+        sem->async_acquire(asio::bind_allocator(alloc, *this));
+        BOOST_REQUIRE(sem->waiting() == 1u);
+        sem->release();
+    }
+};
+
+template <class Semaphore>
+void run_chain(asio::io_context& ctx, Semaphore& sem, allocation_counts& counts, int rounds)
+{
+    int left = rounds;
+    int succeeded = 0;
+    waiting_chain<Semaphore> chain{&sem, counting_allocator<void>(counts), &left, &succeeded};
+    asio::post(ctx, [chain] { chain.start(); });
+    ctx.restart();
+    ctx.run();
+    BOOST_TEST(succeeded == rounds);
+}
+
+void check_no_global_allocation(std::size_t news)
+{
+#ifdef ASIO_SYNC_TEST_SANITIZED
+    BOOST_TEST_MESSAGE("sanitizer build: operator new is not counted (" << news << ")");
+#else
+    BOOST_TEST(news == 0u);
+#endif
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(semaphore_allocation)
+
+// The waiting acquire's operation and the completion's submission both go through the
+// handler's allocator when the executor honours the allocator property.
+BOOST_AUTO_TEST_CASE(a_wait_allocates_only_through_the_handler_allocator)
+{
+    asio::io_context ctx(1);
+    asio_sync::basic_semaphore<asio::io_context::executor_type> sem(ctx.get_executor(), 0);
+    allocation_counts warmup;
+    run_chain(ctx, sem, warmup, 10);
+
+    allocation_counts counts;
+    constexpr int rounds = 1000;
+    const std::size_t news_before = global_news.load();
+    run_chain(ctx, sem, counts, rounds);
+    check_no_global_allocation(global_news.load() - news_before);
+    BOOST_TEST(counts.allocations.load() >= std::size_t(rounds));
+    BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+    BOOST_TEST(sem.available() == 0u);
+}
+
+// With any_io_executor (which drops the allocator property) the operation still comes from the
+// handler's allocator, and the submission from Asio's per-thread recycling cache.
+BOOST_AUTO_TEST_CASE(type_erased_executor_allocates_the_wait_through_the_handler_allocator)
+{
+    asio::io_context ctx(1);
+    asio_sync::semaphore sem(ctx, 0);
+    allocation_counts warmup;
+    run_chain(ctx, sem, warmup, 10);
+
+    allocation_counts counts;
+    constexpr int rounds = 1000;
+    const std::size_t news_before = global_news.load();
+    run_chain(ctx, sem, counts, rounds);
+    check_no_global_allocation(global_news.load() - news_before);
+    BOOST_TEST(counts.allocations.load() == std::size_t(rounds));
+    BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+}
+
+BOOST_AUTO_TEST_CASE(an_immediate_acquire_allocates_no_operation)
+{
+    asio::io_context ctx(1);
+    asio_sync::basic_semaphore<asio::io_context::executor_type> sem(ctx.get_executor(), 1);
+    allocation_counts counts;
+    int completed = 0;
+    sem.async_acquire(asio::bind_allocator(counting_allocator<void>(counts), [&](error_code) { ++completed; }));
+    // Only the completion's submission, never a queued operation.
+    BOOST_TEST(counts.allocations.load() == 1u);
+    ctx.run();
+    BOOST_TEST(completed == 1);
+    BOOST_TEST(counts.deallocations.load() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
