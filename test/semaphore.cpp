@@ -243,9 +243,30 @@ BOOST_FIXTURE_TEST_CASE(release_hands_off_before_the_handler_runs, fixture)
     BOOST_TEST(!second->done());
 }
 
-// embassy-rs/embassy#6964, typelevel/cats-effect#403: cancelling a partly served head must hand
-// what it collected to the next waiter and leak nothing.
-BOOST_FIXTURE_TEST_CASE(regression_cancelled_partial_head_wakes_next_and_leaks_nothing, fixture)
+// embassy-rs/embassy#6964: cancelling the head waiter must wake the one behind it, which the
+// head was blocking (head-of-line).
+BOOST_FIXTURE_TEST_CASE(regression_cancelled_head_wakes_the_next_waiter, fixture)
+{
+    asio_sync::semaphore sem(ctx, 1);
+    asio::cancellation_signal signal;
+    auto [head, head_handler] = make_record();
+    auto [next, next_handler] = make_record();
+    sem.async_acquire(2, asio::bind_cancellation_slot(signal.slot(), head_handler)); // collects 1
+    sem.async_acquire(1, next_handler);
+    drain(ctx);
+    BOOST_TEST(!next->done());
+    signal.emit(asio::cancellation_type::terminal);
+    drain(ctx);
+    BOOST_TEST(*head->ec == asio::error::operation_aborted);
+    BOOST_TEST(next->calls == 1);
+    BOOST_TEST(!*next->ec);
+    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(sem.waiting() == 0u);
+}
+
+// typelevel/cats-effect#403: a cancelled acquire(N) that had collected part of N must give every
+// collected permit back: to the next waiter first, the rest to the counter.
+BOOST_FIXTURE_TEST_CASE(regression_cancelled_partial_acquire_returns_what_it_collected, fixture)
 {
     asio_sync::semaphore sem(ctx, 0);
     asio::cancellation_signal signal;
@@ -360,7 +381,9 @@ BOOST_FIXTURE_TEST_CASE(cancel_aborts_all_returns_partial_permits_and_stays_usab
     BOOST_TEST(!sem.is_closed());
 }
 
-BOOST_FIXTURE_TEST_CASE(close_fails_waiters_and_later_acquires_but_release_still_works, fixture)
+// chriskohlhoff/asio#1318: closing Asio's channel left pending async_sends waiting. Closing the
+// semaphore completes every queued acquire with error::closed, then refuses new ones.
+BOOST_FIXTURE_TEST_CASE(regression_close_fails_queued_and_later_acquires_release_still_works, fixture)
 {
     asio_sync::semaphore sem(ctx, 1);
     BOOST_TEST(sem.try_acquire());

@@ -103,8 +103,6 @@ public:
                     w.collected = permits;
                     break;
                 }
-                if (s & closed_flag) // cannot happen: close() holds the mutex; kept for clarity
-                    return enqueue_result::closed;
             }
         }
         queue_.push_back(w);
