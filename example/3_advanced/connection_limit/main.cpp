@@ -1,0 +1,561 @@
+// connection_limit: a TCP server that accepts every connection but serves at most K at once.
+//
+// Each accepted connection becomes a session that waits, in FIFO order, for one of the K permits
+// of an asio_sync::semaphore. While it waits it watches its socket: a client that hangs up leaves
+// the queue through per-operation cancellation. When the run is over the server stops accepting
+// and closes the semaphore: queued sessions are turned away, active ones finish, and
+// io_context::run() returns by itself because no work is left.
+//
+// One exchange per connection:
+//   client -> "REQUEST <id>\n"
+//   server -> "DONE <id>\n"  after a short piece of work done while holding a permit, or
+//             "CLOSED\n"     if the server shut down while the session was queued.
+//
+// The same process runs a crowd of loopback clients, each with its own patience: a client that
+// has waited longer than that for its reply hangs up and, after a pause, tries again.
+
+#include <asio_sync/semaphore.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <variant>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::ip::tcp;
+using boost::system::error_code;
+using clock_type = std::chrono::steady_clock;
+using milliseconds = std::chrono::milliseconds;
+using namespace std::chrono_literals;
+
+constexpr auto as_result = asio::as_tuple(asio::use_awaitable);
+
+constexpr unsigned io_threads = 2;
+constexpr milliseconds report_interval = 100ms;
+constexpr int work_min_ms = 10; // how long a session holds its permit
+constexpr int work_max_ms = 40;
+constexpr int patience_min_ms = 100; // how long a client waits for its reply
+constexpr int patience_max_ms = 2000;
+constexpr int pause_max_ms = 100;    // between a client's exchanges
+constexpr int start_spread_ms = 200; // clients arrive over this first stretch
+constexpr int max_rounds_per_client = 1000;
+constexpr std::size_t max_line = 64;
+constexpr std::size_t max_clients = 400; // each uses two descriptors, one per end
+
+struct options
+{
+    std::size_t k = 4;
+    std::size_t clients = 64;
+    milliseconds duration = 3000ms;
+};
+
+constexpr const char usage[] =
+    "usage: connection_limit [--k N] [--clients N] [--duration SECONDS] [--help]\n"
+    "\n"
+    "Runs a TCP server on 127.0.0.1 that accepts every connection but serves at most K at once,\n"
+    "and a crowd of loopback clients against it, some of which lose patience while queued. After\n"
+    "the duration the server shuts down gracefully and prints a summary.\n"
+    "\n"
+    "  --k N               sessions served at once (default 4)\n"
+    "  --clients N         clients in the crowd, 1 to 400 (default 64)\n"
+    "  --duration SECONDS  how long the server runs before shutting down (default 3)\n"
+    "  --help              show this text\n";
+
+std::optional<std::size_t> parse_count(const char* text, std::size_t min, std::size_t max)
+{
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long value = std::strtoull(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || text[0] == '-' || value < min || value > max)
+        return std::nullopt;
+    return static_cast<std::size_t>(value);
+}
+
+std::optional<milliseconds> parse_seconds(const char* text)
+{
+    char* end = nullptr;
+    errno = 0;
+    const double value = std::strtod(text, &end);
+    if (end == text || *end != '\0' || errno != 0 || !(value > 0.0) || value > 3600.0)
+        return std::nullopt;
+    return milliseconds(static_cast<long long>(std::llround(value * 1000.0)));
+}
+
+// Returns the options, or the exit code when the program should stop here.
+std::variant<options, int> parse_options(int argc, char** argv)
+{
+    options result;
+    for (int i = 1; i < argc; i += 2) // every option but --help takes a value
+    {
+        const std::string_view arg = argv[i];
+        if (arg == "--help" || arg == "-h")
+        {
+            std::fputs(usage, stdout);
+            return 0;
+        }
+        const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+        bool valid = value != nullptr;
+        if (valid && arg == "--k")
+        {
+            const auto k = parse_count(value, 1, 100000);
+            valid = k.has_value();
+            result.k = k.value_or(0);
+        }
+        else if (valid && arg == "--clients")
+        {
+            const auto clients = parse_count(value, 1, max_clients);
+            valid = clients.has_value();
+            result.clients = clients.value_or(0);
+        }
+        else if (valid && arg == "--duration")
+        {
+            const auto duration = parse_seconds(value);
+            valid = duration.has_value();
+            result.duration = duration.value_or(0ms);
+        }
+        else
+        {
+            valid = false;
+        }
+        if (!valid)
+        {
+            std::fprintf(stderr, "connection_limit: bad argument '%s%s%s'\n\n%s", argv[i], value ? " " : "",
+                         value ? value : "", usage);
+            return 2;
+        }
+    }
+    return result;
+}
+
+double seconds_since(clock_type::time_point start)
+{
+    return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+// A well-mixed number per session or client (splitmix64): neighbouring indices get unrelated values.
+std::uint64_t seed_for(std::uint64_t base, std::uint64_t index)
+{
+    std::uint64_t z = base + (index + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+int uniform(std::mt19937_64& rng, int min, int max)
+{
+    return std::uniform_int_distribution<int>(min, max)(rng);
+}
+
+// What the server counts. Sessions run on many strands, hence atomics and a mutex.
+struct server_stats
+{
+    std::atomic<std::size_t> active{0};
+    std::atomic<std::size_t> peak{0};
+    std::atomic<std::size_t> served{0};
+    std::atomic<std::size_t> left_while_served{0};
+    std::atomic<std::size_t> abandoned{0};
+    std::atomic<std::size_t> abandoned_after_grant{0};
+    std::atomic<std::size_t> turned_away{0};
+
+    std::mutex wait_mutex;
+    std::vector<double> wait_ms; // per served session: from its request to its permit
+
+    void record_wait(double ms)
+    {
+        std::lock_guard lock(wait_mutex);
+        wait_ms.push_back(ms);
+    }
+};
+
+// What the clients saw.
+struct client_stats
+{
+    std::atomic<std::size_t> replies{0};
+    std::atomic<std::size_t> gave_up{0};
+    std::atomic<std::size_t> turned_away{0};
+};
+
+// Completion of every detached coroutine: an exception there is a bug in this program, so it is
+// reported and fails the run rather than escaping io_context::run() on some thread.
+struct fail_on_exception
+{
+    const char* what;
+    std::atomic<bool>* failed;
+
+    void operator()(std::exception_ptr e) const
+    {
+        if (!e)
+            return;
+        failed->store(true);
+        try
+        {
+            std::rethrow_exception(e);
+        }
+        catch (const std::exception& ex)
+        {
+            std::fprintf(stderr, "connection_limit: %s failed: %s\n", what, ex.what());
+        }
+        catch (...)
+        {
+            std::fprintf(stderr, "connection_limit: %s failed\n", what);
+        }
+    }
+};
+
+// One permit of the limit, held by a session. Counts the session active while held and gives the
+// permit back exactly once, on whichever path the session ends.
+class session_permit
+{
+public:
+    session_permit(asio_sync::semaphore& limit, server_stats& stats) noexcept : limit_(limit), stats_(stats)
+    {
+        const std::size_t now_active = stats_.active.fetch_add(1) + 1;
+        std::size_t peak = stats_.peak.load();
+        while (now_active > peak && !stats_.peak.compare_exchange_weak(peak, now_active))
+        {
+        }
+    }
+
+    session_permit(const session_permit&) = delete;
+    session_permit& operator=(const session_permit&) = delete;
+
+    ~session_permit()
+    {
+        // Leave the count before the permit goes: the next holder, whose turn happens-after this
+        // release, must never be counted alongside us, or the peak would overstate concurrency.
+        stats_.active.fetch_sub(1);
+        limit_.release();
+    }
+
+private:
+    asio_sync::semaphore& limit_;
+    server_stats& stats_;
+};
+
+// A session's view of its client while it has no reply yet. Shared with the watch on the socket;
+// both run on the session's strand, as does the acquire's completion, so nothing here is touched
+// concurrently and the cancellation signal is only ever emitted where its slot is used.
+struct client_watch
+{
+    enum class stage
+    {
+        queued,
+        working,
+        replying,
+    };
+
+    explicit client_watch(const tcp::socket::executor_type& executor) : work(executor) {}
+
+    stage current = stage::queued;
+    bool peer_left = false;
+    asio::cancellation_signal leave_queue;
+    asio::steady_timer work;
+    char byte = 0;
+};
+
+// The client sends nothing after its request until it has the reply, so a read that completes
+// before then means it hung up (EOF or reset) or misbehaved. Queued, the session leaves the queue;
+// working, it stops. A read rather than async_wait(wait_read): a wait can complete spuriously (on
+// a readiness event left over from the request), while a read checks.
+void watch_client(tcp::socket& socket, std::shared_ptr<client_watch> watch)
+{
+    char* byte = &watch->byte;
+    socket.async_read_some(asio::buffer(byte, 1), [watch = std::move(watch)](error_code ec, std::size_t) {
+        if (ec == asio::error::operation_aborted)
+            return;
+        watch->peer_left = true;
+        if (watch->current == client_watch::stage::queued)
+            watch->leave_queue.emit(asio::cancellation_type::terminal);
+        else if (watch->current == client_watch::stage::working)
+            watch->work.cancel();
+    });
+}
+
+awaitable<void> serve_session(tcp::socket socket, asio_sync::semaphore& limit, server_stats& stats,
+                              milliseconds work_time)
+{
+    std::string request;
+    auto [read_ec, request_size] =
+        co_await asio::async_read_until(socket, asio::dynamic_buffer(request, max_line), '\n', as_result);
+    if (read_ec)
+        co_return; // gone before asking for anything
+    constexpr std::string_view request_prefix = "REQUEST ";
+    const std::string_view line = std::string_view(request).substr(0, request_size - 1);
+    const std::string_view id =
+        line.starts_with(request_prefix) ? line.substr(request_prefix.size()) : std::string_view("?");
+
+    auto watch = std::make_shared<client_watch>(socket.get_executor());
+    watch_client(socket, watch);
+    const auto queued_at = clock_type::now();
+    auto [acquire_ec] =
+        co_await limit.async_acquire(asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
+    const auto admitted_at = clock_type::now();
+    watch->current = client_watch::stage::working;
+
+    if (acquire_ec == asio_sync::error::closed)
+    {
+        stats.turned_away.fetch_add(1);
+        watch->current = client_watch::stage::replying;
+        co_await asio::async_write(socket, asio::buffer(std::string_view("CLOSED\n")), as_result);
+        co_return;
+    }
+    if (acquire_ec) // operation_aborted: the watch took this session out of the queue
+    {
+        stats.abandoned.fetch_add(1);
+        co_return;
+    }
+    const session_permit permit(limit, stats);
+    if (watch->peer_left)
+    {
+        // The hang-up came after the grant was decided: the permit is ours, and the guard returns it.
+        stats.abandoned.fetch_add(1);
+        stats.abandoned_after_grant.fetch_add(1);
+        co_return;
+    }
+
+    watch->work.expires_after(work_time);
+    co_await watch->work.async_wait(as_result);
+    if (watch->peer_left)
+    {
+        stats.left_while_served.fetch_add(1);
+        co_return;
+    }
+
+    watch->current = client_watch::stage::replying;
+    const std::string reply = "DONE " + std::string(id) + "\n";
+    auto [write_ec, written] = co_await asio::async_write(socket, asio::buffer(reply), as_result);
+    if (write_ec)
+    {
+        stats.left_while_served.fetch_add(1);
+        co_return;
+    }
+    stats.served.fetch_add(1);
+    stats.record_wait(std::chrono::duration<double, std::milli>(admitted_at - queued_at).count());
+}
+
+awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::executor_type io_executor,
+                                asio_sync::semaphore& limit, server_stats& stats, std::uint64_t seed,
+                                std::atomic<bool>& failed)
+{
+    for (std::uint64_t session_number = 0;; ++session_number)
+    {
+        // Each session gets its own strand: its coroutine, socket and watch never run concurrently.
+        auto [ec, peer] = co_await acceptor.async_accept(asio::make_strand(io_executor), as_result);
+        if (ec == asio::error::operation_aborted || !acceptor.is_open())
+            co_return; // shutting down
+        if (ec)
+        {
+            // Transient (say, out of descriptors): give running sessions a moment to end.
+            asio::steady_timer pause(acceptor.get_executor(), 10ms);
+            co_await pause.async_wait(as_result);
+            continue;
+        }
+        tcp::socket socket(std::move(peer));
+        const auto session_executor = socket.get_executor();
+        const milliseconds work_time(work_min_ms +
+                                     seed_for(seed, session_number) % (work_max_ms - work_min_ms + 1));
+        asio::co_spawn(session_executor, serve_session(std::move(socket), limit, stats, work_time),
+                       fail_on_exception{"session", &failed});
+    }
+}
+
+awaitable<void> report_progress(clock_type::time_point start, asio_sync::semaphore& limit,
+                                const server_stats& stats)
+{
+    std::printf("  time  active  queued  served  abandoned\n");
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (auto next = start + report_interval; !limit.is_closed(); next += report_interval)
+    {
+        timer.expires_at(next);
+        co_await timer.async_wait(as_result);
+        if (limit.is_closed())
+            break;
+        std::printf("%5.2fs  %6zu  %6zu  %6zu  %9zu\n", seconds_since(start), stats.active.load(),
+                    limit.waiting(), stats.served.load(), stats.abandoned.load());
+    }
+}
+
+awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_point start,
+                             tcp::acceptor& acceptor, asio_sync::semaphore& limit)
+{
+    asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
+    co_await timer.async_wait(as_result);
+    error_code ignored;
+    acceptor.close(ignored); // later connections are refused
+    const std::size_t queued = limit.waiting();
+    limit.close(); // queued sessions complete with error::closed; active ones finish their turn
+    std::printf("%5.2fs  shutting down: acceptor closed, semaphore closed with %zu sessions queued\n",
+                seconds_since(start), queued);
+}
+
+awaitable<void> run_client(std::size_t client, tcp::endpoint server, client_stats& stats, std::uint64_t seed)
+{
+    using asio::experimental::make_parallel_group;
+    using asio::experimental::wait_for_one;
+
+    const auto executor = co_await asio::this_coro::executor;
+    std::mt19937_64 rng(seed);
+    const milliseconds patience(uniform(rng, patience_min_ms, patience_max_ms));
+    asio::steady_timer timer(executor, milliseconds(uniform(rng, 0, start_spread_ms)));
+    co_await timer.async_wait(as_result);
+
+    // Ends when the server turns it away or refuses it, which it does once shut down.
+    for (int round = 0; round < max_rounds_per_client; ++round)
+    {
+        tcp::socket socket(executor);
+        auto [connect_ec] = co_await socket.async_connect(server, as_result);
+        if (connect_ec)
+            co_return;
+        const std::string request = "REQUEST " + std::to_string(client) + "." + std::to_string(round) + "\n";
+        auto [write_ec, written] = co_await asio::async_write(socket, asio::buffer(request), as_result);
+        if (write_ec)
+            co_return;
+
+        std::string reply;
+        timer.expires_after(patience);
+        auto [order, read_ec, reply_size, timer_ec] =
+            co_await make_parallel_group(
+                asio::async_read_until(socket, asio::dynamic_buffer(reply, max_line), '\n', asio::deferred),
+                timer.async_wait(asio::deferred))
+                .async_wait(wait_for_one(), asio::use_awaitable);
+        if (order[0] == 1)
+        {
+            // Out of patience: hang up, which takes this request out of the server's queue.
+            stats.gave_up.fetch_add(1);
+            error_code ignored;
+            socket.close(ignored);
+        }
+        else if (read_ec)
+        {
+            co_return; // the server dropped the connection
+        }
+        else if (std::string_view(reply).starts_with("DONE "))
+        {
+            stats.replies.fetch_add(1);
+        }
+        else
+        {
+            stats.turned_away.fetch_add(1);
+            co_return;
+        }
+
+        timer.expires_after(milliseconds(uniform(rng, 0, pause_max_ms)));
+        co_await timer.async_wait(as_result);
+    }
+}
+
+// Nearest-rank percentile of sorted samples.
+double percentile(const std::vector<double>& sorted, double p)
+{
+    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+    return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const auto parsed = parse_options(argc, argv);
+    if (const int* exit_code = std::get_if<int>(&parsed))
+        return *exit_code;
+    const options opts = std::get<options>(parsed);
+
+    asio::io_context ctx(io_threads);
+    asio_sync::semaphore limit(ctx, opts.k);
+    server_stats server;
+    client_stats clients;
+    std::atomic<bool> failed{false};
+
+    // The acceptor, the progress report and the shutdown share one strand.
+    const auto server_strand = asio::make_strand(ctx);
+    tcp::acceptor acceptor(server_strand, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+    const tcp::endpoint endpoint = acceptor.local_endpoint();
+    const std::uint64_t seed = (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+
+    std::printf(
+        "connection_limit: server on %s:%u serves at most %zu at once; %zu clients, %.1f s, %u threads\n",
+        endpoint.address().to_string().c_str(), static_cast<unsigned>(endpoint.port()), opts.k, opts.clients,
+        std::chrono::duration<double>(opts.duration).count(), io_threads);
+
+    const auto start = clock_type::now();
+    asio::co_spawn(server_strand, accept_sessions(acceptor, ctx.get_executor(), limit, server, seed, failed),
+                   fail_on_exception{"accept loop", &failed});
+    asio::co_spawn(server_strand, report_progress(start, limit, server),
+                   fail_on_exception{"report", &failed});
+    asio::co_spawn(server_strand, shut_down_at(start + opts.duration, start, acceptor, limit),
+                   fail_on_exception{"shutdown", &failed});
+    for (std::size_t client = 0; client < opts.clients; ++client)
+    {
+        asio::co_spawn(asio::make_strand(ctx), run_client(client, endpoint, clients, seed_for(~seed, client)),
+                       fail_on_exception{"client", &failed});
+    }
+
+    // No stop(): run() returns once the server has shut down and every session and client ended.
+    std::thread second_thread([&ctx] { ctx.run(); });
+    ctx.run();
+    second_thread.join();
+    const double elapsed = seconds_since(start);
+
+    std::vector<double>& waits = server.wait_ms;
+    std::sort(waits.begin(), waits.end());
+    const std::size_t peak = server.peak.load();
+    const std::size_t available = limit.available();
+    const bool peak_ok = peak <= opts.k;
+    const bool permits_ok = available == opts.k && limit.waiting() == 0;
+
+    std::printf("\nsummary\n");
+    std::printf("  K (sessions at once)      %zu\n", opts.k);
+    std::printf("  clients                   %zu\n", opts.clients);
+    std::printf("  duration                  %.2f s\n", elapsed);
+    std::printf("  peak concurrent sessions  %zu  never above K: %s\n", peak, peak_ok ? "yes" : "NO");
+    std::printf("  permits after shutdown    %zu of %zu  none lost: %s\n", available, opts.k,
+                permits_ok ? "yes" : "NO");
+    std::printf("  sessions served           %zu (and %zu whose client left during its turn)\n",
+                server.served.load(), server.left_while_served.load());
+    std::printf("  abandoned waits           %zu (%zu of them raced the grant; permit given back)\n",
+                server.abandoned.load(), server.abandoned_after_grant.load());
+    std::printf("  turned away at shutdown   %zu\n", server.turned_away.load());
+    std::printf("  clients saw               %zu replies, %zu gave up waiting, %zu turned away\n",
+                clients.replies.load(), clients.gave_up.load(), clients.turned_away.load());
+    if (waits.empty())
+        std::printf("  wait before service       no sessions served\n");
+    else
+        std::printf("  wait p50/p90/p99/max      %.1f / %.1f / %.1f / %.1f ms\n", percentile(waits, 50),
+                    percentile(waits, 90), percentile(waits, 99), waits.back());
+
+    return peak_ok && permits_ok && !failed.load() ? 0 : 1;
+}
