@@ -1,0 +1,1344 @@
+#define BOOST_TEST_MODULE semaphore_tokens
+#include <asio_sync/semaphore.hpp>
+
+#include <support/counting_allocator.hpp>
+#include <support/handler.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/system/error_code.hpp>
+#include <boost/system/system_error.hpp>
+#include <boost/test/unit_test.hpp>
+
+// Boost 1.81: promise.hpp must come before use_promise.hpp.
+#include <boost/asio/experimental/promise.hpp>
+#include <boost/asio/experimental/use_promise.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace asx = boost::asio::experimental;
+namespace test = asio_sync::test;
+using boost::system::error_code;
+
+// How long any single wait may take before the test gives up and fails. Generous on purpose: it
+// only exists so that a bug fails the test instead of hanging it; no outcome depends on it.
+constexpr std::chrono::seconds limit(60);
+
+const error_code success{};
+const error_code closed = asio_sync::error::closed;
+const error_code aborted = asio::error::operation_aborted;
+
+// Runs the handlers that are ready now, without waiting for anything.
+void poll(asio::io_context& io)
+{
+    io.restart();
+    io.poll();
+}
+
+// Runs `io` until it has no work left, and fails the test if that does not happen within `limit`.
+void run_to_completion(asio::io_context& io)
+{
+    io.restart();
+    io.run_for(limit);
+    BOOST_REQUIRE_MESSAGE(io.stopped(), "the io_context still had work when the time limit expired");
+}
+
+// Checks that a recorded handler was invoked exactly once, with `expected`.
+void check_completed(const test::outcome& out, const error_code& expected)
+{
+    BOOST_TEST(out.calls == 1);
+    BOOST_TEST_REQUIRE(out.ec.has_value());
+    BOOST_TEST(*out.ec == expected);
+}
+
+// Where a co_spawned coroutine ends: how often its completion ran and what escaped it.
+struct coro_result
+{
+    int calls = 0;
+    std::exception_ptr error;
+};
+
+auto on_exit(coro_result& r)
+{
+    return [&r](std::exception_ptr e) {
+        ++r.calls;
+        r.error = e;
+    };
+}
+
+// Checks that the coroutine finished exactly once without an exception escaping it.
+void check_finished(const coro_result& r)
+{
+    BOOST_TEST(r.calls == 1);
+    if (r.error)
+    {
+        try
+        {
+            std::rethrow_exception(r.error);
+        }
+        catch (const std::exception& e)
+        {
+            BOOST_ERROR("the coroutine threw: " << e.what());
+        }
+        catch (...)
+        {
+            BOOST_ERROR("the coroutine threw a non-std exception");
+        }
+    }
+}
+
+// Runs an io_context on a number of threads, each for at most `limit`. The destructor stops the
+// context and joins, so that a failed check cannot leave a thread behind.
+class runner
+{
+public:
+    runner(asio::io_context& io, int threads) : io_(io)
+    {
+        for (int i = 0; i < threads; ++i)
+            threads_.emplace_back([&io] { io.run_for(limit); });
+    }
+
+    runner(const runner&) = delete;
+    runner& operator=(const runner&) = delete;
+
+    ~runner()
+    {
+        io_.stop();
+        join();
+    }
+
+    // Waits until every thread has returned: once the context ran out of work, or at the limit.
+    void join()
+    {
+        for (std::thread& t : threads_)
+        {
+            if (t.joinable())
+                t.join();
+        }
+    }
+
+private:
+    asio::io_context& io_;
+    std::vector<std::thread> threads_;
+};
+
+// A handler that can only be moved: it owns its recorder through a unique_ptr.
+class move_only_handler
+{
+public:
+    explicit move_only_handler(std::shared_ptr<test::outcome> out)
+        : record_(std::make_unique<test::record>(std::move(out)))
+    {
+    }
+
+    move_only_handler(move_only_handler&&) = default;
+    move_only_handler& operator=(move_only_handler&&) = default;
+
+    void operator()(error_code ec)
+    {
+        BOOST_REQUIRE_MESSAGE(record_, "a moved-from handler was invoked");
+        (*record_)(ec);
+    }
+
+private:
+    std::unique_ptr<test::record> record_;
+};
+
+static_assert(!std::is_copy_constructible_v<move_only_handler>);
+static_assert(std::is_nothrow_move_constructible_v<move_only_handler>);
+
+// Checks that `f()` throws a system_error carrying `expected`.
+template <class F>
+void check_throws_code(F&& f, const error_code& expected)
+{
+    try
+    {
+        std::forward<F>(f)();
+        BOOST_ERROR("no exception was thrown");
+    }
+    catch (const boost::system::system_error& e)
+    {
+        BOOST_TEST(e.code() == expected);
+    }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(semaphore_tokens)
+
+// ---------------------------------------------------------------------------------------------
+// 1. Plain callbacks.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(callback_completes_at_once_when_a_permit_is_free)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 2);
+
+    std::optional<error_code> result;
+    int calls = 0;
+    sem.async_acquire([&](error_code ec) {
+        ++calls;
+        result = ec;
+    });
+    // The permit is taken at initiation even though the handler has not run yet.
+    BOOST_TEST(sem.available() == 1u);
+    BOOST_TEST(sem.waiting() == 0u);
+
+    run_to_completion(io);
+    BOOST_TEST(calls == 1);
+    BOOST_TEST_REQUIRE(result.has_value());
+    BOOST_TEST(*result == success);
+    BOOST_TEST(sem.available() == 1u);
+
+    // The recording helper too, for n > 1.
+    auto [out, handler] = test::make_record();
+    sem.release(1);
+    sem.async_acquire(2, handler);
+    BOOST_TEST(sem.available() == 0u);
+    run_to_completion(io);
+    check_completed(*out, success);
+    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(sem.waiting() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(callback_is_never_invoked_inline)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+
+    // A free permit: still the handler waits for the io_context.
+    bool invoked = false;
+    sem.async_acquire([&](error_code ec) {
+        BOOST_TEST(ec == success);
+        invoked = true;
+    });
+    BOOST_TEST(!invoked);
+    BOOST_TEST(sem.available() == 0u);
+    run_to_completion(io);
+    BOOST_TEST(invoked);
+
+    // n == 0 succeeds at once, and is not invoked inline either.
+    auto [zero, zero_handler] = test::make_record();
+    sem.async_acquire(0, zero_handler);
+    BOOST_TEST(!zero->done());
+
+    // Nor from inside release(), cancel() or close().
+    auto [by_release, release_handler] = test::make_record();
+    auto [by_cancel, cancel_handler] = test::make_record();
+    auto [by_close, close_handler] = test::make_record();
+    sem.async_acquire(release_handler);
+    BOOST_TEST(sem.waiting() == 1u);
+    sem.release(1);
+    BOOST_TEST(!by_release->done());
+    sem.async_acquire(cancel_handler);
+    BOOST_TEST(sem.cancel() == 1u);
+    BOOST_TEST(!by_cancel->done());
+    sem.async_acquire(close_handler);
+    sem.close();
+    BOOST_TEST(!by_close->done());
+
+    run_to_completion(io);
+    check_completed(*zero, success);
+    check_completed(*by_release, success);
+    check_completed(*by_cancel, aborted);
+    check_completed(*by_close, closed);
+}
+
+BOOST_AUTO_TEST_CASE(callback_waits_for_release)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 0);
+
+    auto [out, handler] = test::make_record();
+    sem.async_acquire(handler);
+    poll(io);
+    BOOST_TEST(!out->done());
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST(!io.stopped()); // the waiting acquire keeps the context's work outstanding
+
+    sem.release(1);
+    BOOST_TEST(sem.waiting() == 0u);
+    BOOST_TEST(sem.available() == 0u); // the released permit went to the waiter
+    run_to_completion(io);
+    check_completed(*out, success);
+    BOOST_TEST(sem.available() == 0u);
+
+    // A waiter for several permits collects them as they are released, a few at a time.
+    auto [many, many_handler] = test::make_record();
+    sem.async_acquire(3, many_handler);
+    sem.release(1);
+    sem.release(1);
+    poll(io);
+    BOOST_TEST(!many->done());
+    BOOST_TEST(sem.waiting() == 1u);
+    sem.release(2);
+    run_to_completion(io);
+    check_completed(*many, success);
+    BOOST_TEST(sem.available() == 1u); // the surplus went to the counter
+}
+
+BOOST_AUTO_TEST_CASE(callback_errors)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+
+    // More than can ever be granted: reported, nothing queued, nothing taken.
+    auto [too_many, too_many_handler] = test::make_record();
+    sem.async_acquire(asio_sync::semaphore::max_permits + 1, too_many_handler);
+    BOOST_TEST(sem.waiting() == 0u);
+    BOOST_TEST(sem.available() == 1u);
+
+    // cancel() aborts a waiter; its collected permits return to the counter.
+    auto [cancelled, cancelled_handler] = test::make_record();
+    sem.async_acquire(3, cancelled_handler);
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(sem.cancel() == 1u);
+    BOOST_TEST(sem.waiting() == 0u);
+    BOOST_TEST(sem.available() == 1u);
+
+    // close() completes a waiter with closed, and every later acquire too.
+    auto [closed_waiter, closed_waiter_handler] = test::make_record();
+    auto [closed_later, closed_later_handler] = test::make_record();
+    auto [closed_zero, closed_zero_handler] = test::make_record();
+    sem.async_acquire(2, closed_waiter_handler);
+    sem.close();
+    BOOST_TEST(sem.is_closed());
+    BOOST_TEST(sem.waiting() == 0u);
+    BOOST_TEST(sem.available() == 1u);
+    sem.async_acquire(closed_later_handler);
+    sem.async_acquire(0, closed_zero_handler);
+    BOOST_TEST(sem.available() == 1u);
+
+    run_to_completion(io);
+    check_completed(*too_many, asio_sync::error::too_many_permits);
+    check_completed(*cancelled, aborted);
+    check_completed(*closed_waiter, closed);
+    check_completed(*closed_later, closed);
+    check_completed(*closed_zero, closed);
+}
+
+BOOST_AUTO_TEST_CASE(callback_move_only_handler)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+
+    // At once.
+    auto now = std::make_shared<test::outcome>();
+    sem.async_acquire(move_only_handler(now));
+    BOOST_TEST(!now->done());
+    run_to_completion(io);
+    check_completed(*now, success);
+
+    // After waiting.
+    auto later = std::make_shared<test::outcome>();
+    sem.async_acquire(move_only_handler(later));
+    poll(io);
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST(!later->done());
+    sem.release(1);
+    run_to_completion(io);
+    check_completed(*later, success);
+
+    // A move-only lambda, completed by close().
+    std::optional<error_code> result;
+    int value = 0;
+    sem.async_acquire([p = std::make_unique<int>(42), &result, &value](error_code ec) {
+        value = *p;
+        result = ec;
+    });
+    BOOST_TEST(sem.waiting() == 1u);
+    sem.close();
+    run_to_completion(io);
+    BOOST_TEST(value == 42);
+    BOOST_TEST_REQUIRE(result.has_value());
+    BOOST_TEST(*result == closed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. use_awaitable.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(use_awaitable_at_once_and_after_waiting)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+    coro_result coro;
+    int step = 0;
+
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await sem.async_acquire(asio::use_awaitable);
+            step = 1;
+            co_await sem.async_acquire(2, asio::use_awaitable);
+            step = 2;
+        },
+        on_exit(coro));
+
+    poll(io);
+    BOOST_TEST(step == 1);
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST(coro.calls == 0);
+
+    sem.release(1);
+    poll(io);
+    BOOST_TEST(step == 1); // one of the two permits is not enough
+    sem.release(1);
+    run_to_completion(io);
+    BOOST_TEST(step == 2);
+    check_finished(coro);
+    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(sem.waiting() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(use_awaitable_throws_system_error_on_error)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 0);
+
+    // Caught inside the coroutine: cancel() -> operation_aborted, close() -> closed.
+    coro_result caught;
+    std::optional<error_code> first;
+    std::optional<error_code> second;
+    std::optional<error_code> third;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            try
+            {
+                co_await sem.async_acquire(asio::use_awaitable);
+            }
+            catch (const boost::system::system_error& e)
+            {
+                first = e.code();
+            }
+            try
+            {
+                co_await sem.async_acquire(asio::use_awaitable);
+            }
+            catch (const boost::system::system_error& e)
+            {
+                second = e.code();
+            }
+            try
+            {
+                co_await sem.async_acquire(asio::use_awaitable); // already closed
+            }
+            catch (const boost::system::system_error& e)
+            {
+                third = e.code();
+            }
+        },
+        on_exit(caught));
+
+    poll(io);
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST(sem.cancel() == 1u);
+    poll(io);
+    BOOST_TEST_REQUIRE(first.has_value());
+    BOOST_TEST(*first == aborted);
+    BOOST_TEST(sem.waiting() == 1u);
+    sem.close();
+    run_to_completion(io);
+    BOOST_TEST_REQUIRE(second.has_value());
+    BOOST_TEST(*second == closed);
+    BOOST_TEST_REQUIRE(third.has_value());
+    BOOST_TEST(*third == closed);
+    check_finished(caught);
+
+    // Not caught: the system_error reaches co_spawn's completion handler.
+    asio::io_context io2;
+    asio_sync::semaphore sem2(io2, 0);
+    coro_result escaped;
+    bool after = false;
+    asio::co_spawn(
+        io2,
+        [&]() -> asio::awaitable<void> {
+            co_await sem2.async_acquire(asio::use_awaitable);
+            after = true;
+        },
+        on_exit(escaped));
+    poll(io2);
+    BOOST_TEST(sem2.waiting() == 1u);
+    sem2.cancel();
+    run_to_completion(io2);
+    BOOST_TEST(!after);
+    BOOST_TEST(escaped.calls == 1);
+    BOOST_TEST_REQUIRE(static_cast<bool>(escaped.error));
+    check_throws_code([&] { std::rethrow_exception(escaped.error); }, aborted);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. use_future, with the io_context on one thread and the release on another.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(use_future_released_from_another_thread)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+    auto guard = asio::make_work_guard(io);
+    runner io_thread(io, 1);
+
+    // At once.
+    std::future<void> now = sem.async_acquire(asio::use_future);
+    BOOST_REQUIRE(now.wait_for(limit) == std::future_status::ready);
+    BOOST_CHECK_NO_THROW(now.get());
+    BOOST_TEST(sem.available() == 0u);
+
+    // After waiting for a release made by a third thread.
+    std::future<void> later = sem.async_acquire(asio::use_future);
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST((later.wait_for(std::chrono::seconds(0)) == std::future_status::timeout));
+    std::thread releaser([&] { sem.release(1); });
+    releaser.join();
+    BOOST_REQUIRE(later.wait_for(limit) == std::future_status::ready);
+    BOOST_CHECK_NO_THROW(later.get());
+    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(sem.waiting() == 0u);
+
+    // Errors arrive as system_error from get(): cancel() and close() from a third thread. Shared
+    // futures keep the shared state (and with it the stored exception) referenced from this thread
+    // until after the check: std::future::get() would drop it before the catch block reads the
+    // exception, leaving the last release to the completing thread through libstdc++'s exception
+    // reference count, which ThreadSanitizer cannot see.
+    std::shared_future<void> cancelled = sem.async_acquire(asio::use_future).share();
+    std::thread canceller([&] { sem.cancel(); });
+    canceller.join();
+    BOOST_REQUIRE(cancelled.wait_for(limit) == std::future_status::ready);
+    check_throws_code([&] { cancelled.get(); }, aborted);
+
+    std::shared_future<void> on_close = sem.async_acquire(asio::use_future).share();
+    std::thread closer([&] { sem.close(); });
+    closer.join();
+    BOOST_REQUIRE(on_close.wait_for(limit) == std::future_status::ready);
+    check_throws_code([&] { on_close.get(); }, closed);
+
+    guard.reset();
+    io_thread.join();
+    BOOST_TEST(io.stopped());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. deferred.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(deferred_does_nothing_until_invoked)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+
+    // A permit is free, but the deferred operation does not take it before it is invoked.
+    auto now = sem.async_acquire(asio::deferred);
+    BOOST_TEST(sem.available() == 1u);
+    BOOST_TEST(sem.waiting() == 0u);
+    poll(io);
+    BOOST_TEST(sem.available() == 1u);
+    auto [now_out, now_handler] = test::make_record();
+    std::move(now)(now_handler);
+    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(!now_out->done());
+    run_to_completion(io);
+    check_completed(*now_out, success);
+
+    // None free: it is queued only once invoked, then waits for release().
+    auto later = sem.async_acquire(2, asio::deferred);
+    BOOST_TEST(sem.waiting() == 0u);
+    auto [later_out, later_handler] = test::make_record();
+    std::move(later)(later_handler);
+    BOOST_TEST(sem.waiting() == 1u);
+    poll(io);
+    BOOST_TEST(!later_out->done());
+    sem.release(2);
+    run_to_completion(io);
+    check_completed(*later_out, success);
+
+    // Composed with a continuation, and awaited from a coroutine.
+    coro_result coro;
+    int value = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto op =
+                sem.async_acquire(asio::deferred([](error_code ec) { return asio::deferred.values(ec, 7); }));
+            auto [ec, v] = co_await std::move(op)(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(ec == success);
+            value = v;
+        },
+        on_exit(coro));
+    poll(io);
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST(value == 0);
+    sem.release(1);
+    run_to_completion(io);
+    check_finished(coro);
+    BOOST_TEST(value == 7);
+
+    // Closed between creation and invocation: the state at invocation decides.
+    auto after_close = sem.async_acquire(asio::deferred);
+    sem.release(1);
+    sem.close();
+    auto [closed_out, closed_handler] = test::make_record();
+    std::move(after_close)(closed_handler);
+    run_to_completion(io);
+    check_completed(*closed_out, closed);
+    BOOST_TEST(sem.available() == 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. as_tuple.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(as_tuple_use_awaitable)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+    coro_result coro;
+    std::vector<error_code> results;
+
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto [a] = co_await sem.async_acquire(asio::as_tuple(asio::use_awaitable));
+            results.push_back(a);
+            auto [b] = co_await sem.async_acquire(asio::as_tuple(asio::use_awaitable));
+            results.push_back(b);
+            // An error is a value here, not an exception.
+            auto [c] = co_await sem.async_acquire(asio::as_tuple(asio::use_awaitable));
+            results.push_back(c);
+        },
+        on_exit(coro));
+
+    poll(io);
+    BOOST_TEST(results.size() == 1u);
+    BOOST_TEST(sem.waiting() == 1u);
+    sem.release(1);
+    poll(io);
+    BOOST_TEST(results.size() == 2u);
+    BOOST_TEST(sem.waiting() == 1u);
+    sem.close();
+    run_to_completion(io);
+    check_finished(coro);
+    BOOST_TEST_REQUIRE(results.size() == 3u);
+    BOOST_TEST(results[0] == success);
+    BOOST_TEST(results[1] == success);
+    BOOST_TEST(results[2] == closed);
+}
+
+BOOST_AUTO_TEST_CASE(as_tuple_callback)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+    std::vector<error_code> results;
+    auto handler = asio::as_tuple([&](std::tuple<error_code> t) { results.push_back(std::get<0>(t)); });
+
+    sem.async_acquire(handler);
+    BOOST_TEST(results.empty());
+    run_to_completion(io);
+    BOOST_TEST_REQUIRE(results.size() == 1u);
+    BOOST_TEST(results[0] == success);
+
+    sem.async_acquire(handler);
+    poll(io);
+    BOOST_TEST(results.size() == 1u);
+    sem.release(1);
+    run_to_completion(io);
+    BOOST_TEST_REQUIRE(results.size() == 2u);
+    BOOST_TEST(results[1] == success);
+
+    sem.async_acquire(handler);
+    sem.cancel();
+    run_to_completion(io);
+    BOOST_TEST_REQUIRE(results.size() == 3u);
+    BOOST_TEST(results[2] == aborted);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. redirect_error.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(redirect_error_use_awaitable)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+    coro_result coro;
+    std::vector<error_code> results;
+
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            error_code ec = asio::error::fault; // overwritten by each completion
+            co_await sem.async_acquire(asio::redirect_error(asio::use_awaitable, ec));
+            results.push_back(ec);
+            ec = asio::error::fault;
+            co_await sem.async_acquire(asio::redirect_error(asio::use_awaitable, ec));
+            results.push_back(ec);
+            co_await sem.async_acquire(asio::redirect_error(asio::use_awaitable, ec)); // no throw
+            results.push_back(ec);
+            co_await sem.async_acquire(asio::redirect_error(asio::use_awaitable, ec));
+            results.push_back(ec);
+        },
+        on_exit(coro));
+
+    poll(io);
+    BOOST_TEST(results.size() == 1u);
+    BOOST_TEST(sem.waiting() == 1u);
+    sem.release(1);
+    poll(io);
+    BOOST_TEST(results.size() == 2u);
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST(sem.cancel() == 1u);
+    poll(io);
+    BOOST_TEST(results.size() == 3u);
+    BOOST_TEST(sem.waiting() == 1u);
+    sem.close();
+    run_to_completion(io);
+    check_finished(coro);
+    BOOST_TEST_REQUIRE(results.size() == 4u);
+    BOOST_TEST(results[0] == success);
+    BOOST_TEST(results[1] == success);
+    BOOST_TEST(results[2] == aborted);
+    BOOST_TEST(results[3] == closed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. experimental::use_promise.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(use_promise)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+
+    // At once: the promise starts the operation eagerly, but completes only through the context.
+    {
+        auto p = sem.async_acquire(asx::use_promise);
+        BOOST_TEST(sem.available() == 0u);
+        BOOST_TEST(!p.completed());
+        poll(io);
+        BOOST_TEST(p.completed());
+        auto [out, handler] = test::make_record();
+        p(handler);
+        run_to_completion(io);
+        check_completed(*out, success);
+    }
+
+    // After waiting.
+    {
+        auto p = sem.async_acquire(asx::use_promise);
+        BOOST_TEST(sem.waiting() == 1u);
+        auto [out, handler] = test::make_record();
+        p(handler);
+        poll(io);
+        BOOST_TEST(!p.completed());
+        BOOST_TEST(!out->done());
+        sem.release(1);
+        run_to_completion(io);
+        check_completed(*out, success);
+        BOOST_TEST(sem.available() == 0u);
+    }
+
+    // promise::cancel() aborts a waiter holding part of its permits; they come back.
+    {
+        sem.release(2);
+        auto p = sem.async_acquire(3, asx::use_promise);
+        BOOST_TEST(sem.waiting() == 1u);
+        BOOST_TEST(sem.available() == 0u);
+        auto [out, handler] = test::make_record();
+        p(handler);
+        p.cancel();
+        run_to_completion(io);
+        check_completed(*out, aborted);
+        BOOST_TEST(sem.waiting() == 0u);
+        BOOST_TEST(sem.available() == 2u);
+    }
+
+    // Destroying a pending promise cancels the acquire: no permit is lost to it.
+    {
+        BOOST_TEST_REQUIRE(sem.try_acquire(2));
+        {
+            auto p = sem.async_acquire(asx::use_promise);
+            BOOST_TEST(sem.waiting() == 1u);
+        }
+        run_to_completion(io);
+        BOOST_TEST(sem.waiting() == 0u);
+        sem.release(1);
+        BOOST_TEST(sem.available() == 1u);
+    }
+
+    // Awaited from a coroutine; an error arrives as the error code.
+    {
+        coro_result coro;
+        std::optional<error_code> result;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                auto p = sem.async_acquire(2, asx::use_promise);
+                auto [ec] = co_await p(asio::as_tuple(asio::use_awaitable));
+                result = ec;
+            },
+            on_exit(coro));
+        poll(io);
+        BOOST_TEST(sem.waiting() == 1u);
+        sem.close();
+        run_to_completion(io);
+        check_finished(coro);
+        BOOST_TEST_REQUIRE(result.has_value());
+        BOOST_TEST(*result == closed);
+        BOOST_TEST(sem.available() == 1u);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. bind_cancellation_slot.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(cancellation_slot_aborts_a_waiter_for_each_type)
+{
+    const std::pair<asio::cancellation_type_t, const char*> types[] = {
+        {asio::cancellation_type::terminal, "terminal"},
+        {asio::cancellation_type::partial, "partial"},
+        {asio::cancellation_type::total, "total"},
+        {asio::cancellation_type::all, "all"},
+    };
+    for (const auto& [type, name] : types)
+    {
+        BOOST_TEST_CONTEXT("cancellation type " << name)
+        {
+            asio::io_context io;
+            asio_sync::semaphore sem(io, 0);
+            asio::cancellation_signal signal;
+
+            auto [out, handler] = test::make_record();
+            sem.async_acquire(asio::bind_cancellation_slot(signal.slot(), handler));
+            poll(io);
+            BOOST_TEST(sem.waiting() == 1u);
+            BOOST_TEST(!out->done());
+
+            signal.emit(type);
+            BOOST_TEST(!out->done()); // completed through the context, not inside emit()
+            poll(io);
+            BOOST_TEST_REQUIRE(out->done()); // else the waiter ignored this type and still waits
+            run_to_completion(io);
+            check_completed(*out, aborted);
+            BOOST_TEST(sem.waiting() == 0u);
+            BOOST_TEST(sem.available() == 0u);
+
+            // The cancelled waiter is really gone: a released permit stays in the counter.
+            sem.release(1);
+            BOOST_TEST(sem.available() == 1u);
+            // And the slot is free again: emitting once more does nothing.
+            signal.emit(type);
+            run_to_completion(io);
+            BOOST_TEST(out->calls == 1);
+            BOOST_TEST(sem.available() == 1u);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(cancellation_after_grant_does_nothing)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 0);
+
+    // Granted by release(), cancelled before the handler has run: the grant stands.
+    asio::cancellation_signal signal;
+    auto [out, handler] = test::make_record();
+    sem.async_acquire(asio::bind_cancellation_slot(signal.slot(), handler));
+    poll(io);
+    BOOST_TEST(sem.waiting() == 1u);
+    sem.release(1);
+    signal.emit(asio::cancellation_type::terminal);
+    run_to_completion(io);
+    check_completed(*out, success);
+    BOOST_TEST(sem.available() == 0u); // the permit is the handler's
+    BOOST_TEST(sem.waiting() == 0u);
+    signal.emit(asio::cancellation_type::terminal); // after completion: nothing at all
+    run_to_completion(io);
+    BOOST_TEST(out->calls == 1);
+    sem.release(1);
+    BOOST_TEST(sem.available() == 1u);
+
+    // Granted at once, cancelled before the handler has run: the grant stands too.
+    asio::cancellation_signal signal2;
+    auto [now, now_handler] = test::make_record();
+    sem.async_acquire(asio::bind_cancellation_slot(signal2.slot(), now_handler));
+    signal2.emit(asio::cancellation_type::all);
+    run_to_completion(io);
+    check_completed(*now, success);
+    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(sem.waiting() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
+{
+    // Nobody behind it: the two collected permits return to the counter.
+    {
+        asio::io_context io;
+        asio_sync::semaphore sem(io, 2);
+        asio::cancellation_signal signal;
+        auto [out, handler] = test::make_record();
+        sem.async_acquire(3, asio::bind_cancellation_slot(signal.slot(), handler));
+        poll(io);
+        BOOST_TEST(sem.waiting() == 1u);
+        BOOST_TEST(sem.available() == 0u);
+        signal.emit(asio::cancellation_type::terminal);
+        run_to_completion(io);
+        check_completed(*out, aborted);
+        BOOST_TEST(sem.waiting() == 0u);
+        BOOST_TEST(sem.available() == 2u);
+    }
+
+    // A waiter behind it: the two permits go to it.
+    {
+        asio::io_context io;
+        asio_sync::semaphore sem(io, 2);
+        asio::cancellation_signal signal;
+        auto [first, first_handler] = test::make_record();
+        auto [second, second_handler] = test::make_record();
+        sem.async_acquire(3, asio::bind_cancellation_slot(signal.slot(), first_handler));
+        sem.async_acquire(2, second_handler);
+        poll(io);
+        BOOST_TEST(sem.waiting() == 2u);
+        BOOST_TEST(sem.available() == 0u);
+        signal.emit(asio::cancellation_type::partial);
+        poll(io);
+        BOOST_TEST_REQUIRE(first->done());
+        run_to_completion(io);
+        check_completed(*first, aborted);
+        check_completed(*second, success);
+        BOOST_TEST(sem.waiting() == 0u);
+        BOOST_TEST(sem.available() == 0u);
+        sem.release(2);
+        BOOST_TEST(sem.available() == 2u);
+    }
+
+    // A waiter behind it that needs more: it collects the two and keeps waiting.
+    {
+        asio::io_context io;
+        asio_sync::semaphore sem(io, 2);
+        asio::cancellation_signal signal;
+        auto [first, first_handler] = test::make_record();
+        auto [second, second_handler] = test::make_record();
+        sem.async_acquire(3, asio::bind_cancellation_slot(signal.slot(), first_handler));
+        sem.async_acquire(3, second_handler);
+        signal.emit(asio::cancellation_type::total);
+        poll(io);
+        check_completed(*first, aborted);
+        BOOST_TEST(!second->done());
+        BOOST_TEST(sem.waiting() == 1u);
+        BOOST_TEST(sem.available() == 0u);
+        sem.release(1);
+        run_to_completion(io);
+        check_completed(*second, success);
+        BOOST_TEST(sem.available() == 0u);
+    }
+
+    // A cancelled waiter in the middle of the queue: the others keep their order.
+    {
+        asio::io_context io;
+        asio_sync::semaphore sem(io, 0);
+        asio::cancellation_signal signal;
+        auto [a, a_handler] = test::make_record();
+        auto [b, b_handler] = test::make_record();
+        auto [c, c_handler] = test::make_record();
+        sem.async_acquire(a_handler);
+        sem.async_acquire(asio::bind_cancellation_slot(signal.slot(), b_handler));
+        sem.async_acquire(c_handler);
+        BOOST_TEST(sem.waiting() == 3u);
+        signal.emit(asio::cancellation_type::terminal);
+        poll(io);
+        BOOST_TEST(sem.waiting() == 2u);
+        sem.release(1);
+        poll(io);
+        check_completed(*a, success);
+        check_completed(*b, aborted);
+        BOOST_TEST(!c->done());
+        sem.release(1);
+        run_to_completion(io);
+        check_completed(*c, success);
+        BOOST_TEST(sem.available() == 0u);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. bind_executor with a strand, the io_context run by two threads.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(bind_executor_runs_handler_in_strand)
+{
+    asio::io_context io(2);
+    asio_sync::semaphore sem(io, 4);
+    auto strand = asio::make_strand(io);
+
+    constexpr int chains = 8;  // concurrent acquirers: 4 complete at once, 4 wait
+    constexpr int total = 400; // completions in all
+    std::atomic<int> in_strand{0};
+    std::atomic<int> outside_strand{0};
+    std::atomic<int> failed{0};
+    int started = 0;   // touched only in the strand (or before the threads start)
+    int completed = 0; // touched only in the strand: a data race if a handler ran outside it
+
+    std::function<void()> start_one;
+    start_one = [&] {
+        ++started;
+        sem.async_acquire(asio::bind_executor(strand, [&](error_code ec) {
+            (strand.running_in_this_thread() ? in_strand : outside_strand).fetch_add(1);
+            if (ec)
+                failed.fetch_add(1);
+            ++completed;
+            if (started < total)
+                start_one(); // queued behind the others, or granted at once
+            sem.release(1);
+        }));
+    };
+    for (int i = 0; i < chains; ++i)
+        start_one();
+    BOOST_TEST(sem.waiting() == 4u);
+
+    // Control: a handler without a bound executor does not run in the strand.
+    std::atomic<int> control_in_strand{0};
+    std::atomic<int> control_calls{0};
+    sem.async_acquire(0, [&](error_code) {
+        control_calls.fetch_add(1);
+        if (strand.running_in_this_thread())
+            control_in_strand.fetch_add(1);
+    });
+
+    {
+        runner threads(io, 2);
+        threads.join();
+    }
+    BOOST_TEST(io.stopped());
+    BOOST_TEST(in_strand.load() == total);
+    BOOST_TEST(outside_strand.load() == 0);
+    BOOST_TEST(failed.load() == 0);
+    BOOST_TEST(completed == total);
+    BOOST_TEST(control_calls.load() == 1);
+    BOOST_TEST(control_in_strand.load() == 0);
+    BOOST_TEST(sem.available() == 4u);
+    BOOST_TEST(sem.waiting() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(bind_executor_strand_with_release_from_main_thread)
+{
+    asio::io_context io(2);
+    asio_sync::semaphore sem(io, 0);
+    auto strand = asio::make_strand(io);
+    auto guard = asio::make_work_guard(io);
+    runner threads(io, 2);
+
+    constexpr int count = 64;
+    std::atomic<int> in_strand{0};
+    std::atomic<int> outside_strand{0};
+    std::atomic<int> failed{0};
+    std::promise<void> all_done;
+    std::future<void> all_done_future = all_done.get_future();
+    int completed = 0; // touched only in the strand
+    for (int i = 0; i < count; ++i)
+    {
+        sem.async_acquire(asio::bind_executor(strand, [&](error_code ec) {
+            (strand.running_in_this_thread() ? in_strand : outside_strand).fetch_add(1);
+            if (ec)
+                failed.fetch_add(1);
+            if (++completed == count)
+                all_done.set_value();
+        }));
+    }
+    for (int i = 0; i < count; ++i)
+        sem.release(1); // while two threads run the context
+    BOOST_REQUIRE(all_done_future.wait_for(limit) == std::future_status::ready);
+
+    guard.reset();
+    threads.join();
+    BOOST_TEST(io.stopped());
+    BOOST_TEST(in_strand.load() == count);
+    BOOST_TEST(outside_strand.load() == 0);
+    BOOST_TEST(failed.load() == 0);
+    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(sem.waiting() == 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. bind_allocator.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(bind_allocator_allocates_a_waiting_operation_through_it)
+{
+    test::allocation_counts counts;
+    {
+        asio::io_context io;
+        asio_sync::semaphore sem(io, 0);
+        const test::counting_allocator<void> alloc(counts);
+
+        // Has to wait: its operation comes from the handler's allocator and is still live.
+        auto [later, later_handler] = test::make_record();
+        sem.async_acquire(asio::bind_allocator(alloc, later_handler));
+        BOOST_TEST(sem.waiting() == 1u);
+        BOOST_TEST(counts.allocations.load() > 0u);
+        BOOST_TEST(counts.allocations.load() > counts.deallocations.load());
+        sem.release(1);
+        run_to_completion(io);
+        check_completed(*later, success);
+        BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+
+        // Cancelled while waiting: released all the same.
+        const std::size_t before = counts.allocations.load();
+        auto [cancelled, cancelled_handler] = test::make_record();
+        sem.async_acquire(asio::bind_allocator(alloc, cancelled_handler));
+        BOOST_TEST(counts.allocations.load() > before);
+        sem.cancel();
+        run_to_completion(io);
+        check_completed(*cancelled, aborted);
+        BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+
+        // At once: whatever it allocates is released.
+        sem.release(1);
+        auto [now, now_handler] = test::make_record();
+        sem.async_acquire(asio::bind_allocator(alloc, now_handler));
+        run_to_completion(io);
+        check_completed(*now, success);
+        BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+    }
+    BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+
+    // Never completed: the semaphore and then the context are destroyed with the acquire queued.
+    test::allocation_counts abandoned_counts;
+    auto abandoned = std::make_shared<test::outcome>();
+    {
+        asio::io_context io;
+        asio_sync::semaphore sem(io, 0);
+        sem.async_acquire(
+            asio::bind_allocator(test::counting_allocator<void>(abandoned_counts), test::record(abandoned)));
+        BOOST_TEST(abandoned_counts.allocations.load() > 0u);
+    }
+    BOOST_TEST(!abandoned->done()); // destroyed with the context, never invoked
+    BOOST_TEST(abandoned_counts.allocations.load() > 0u);
+    BOOST_TEST(abandoned_counts.allocations.load() == abandoned_counts.deallocations.load());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 11. experimental::awaitable_operators: acquire || timer.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(awaitable_operators_acquire_wins_over_timer)
+{
+    using namespace asio::experimental::awaitable_operators;
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 0);
+    coro_result coro;
+    std::optional<std::size_t> winner;
+
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            // Never expires within the test: only the release can decide the race.
+            asio::steady_timer timer(io, std::chrono::hours(24));
+            auto result =
+                co_await (sem.async_acquire(asio::use_awaitable) || timer.async_wait(asio::use_awaitable));
+            winner = result.index();
+        },
+        on_exit(coro));
+
+    poll(io);
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST(!winner.has_value());
+    sem.release(1);
+    run_to_completion(io); // also proves the timer was cancelled
+    check_finished(coro);
+    BOOST_TEST_REQUIRE(winner.has_value());
+    BOOST_TEST(*winner == 0u);
+    BOOST_TEST(sem.available() == 0u); // the permit is the coroutine's
+    BOOST_TEST(sem.waiting() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(awaitable_operators_timer_wins_and_no_permit_is_lost)
+{
+    using namespace asio::experimental::awaitable_operators;
+
+    // Nothing collected: nothing to give back, and no waiter left behind.
+    {
+        asio::io_context io;
+        asio_sync::semaphore sem(io, 0);
+        coro_result coro;
+        std::optional<std::size_t> winner;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                asio::steady_timer timer(io, std::chrono::milliseconds(1));
+                auto result = co_await (sem.async_acquire(asio::use_awaitable) ||
+                                        timer.async_wait(asio::use_awaitable));
+                winner = result.index();
+            },
+            on_exit(coro));
+        run_to_completion(io);
+        check_finished(coro);
+        BOOST_TEST_REQUIRE(winner.has_value());
+        BOOST_TEST(*winner == 1u);
+        BOOST_TEST(sem.available() == 0u);
+        BOOST_TEST(sem.waiting() == 0u);
+        sem.release(1);
+        BOOST_TEST(sem.available() == 1u);
+    }
+
+    // Two of three collected: both come back.
+    {
+        asio::io_context io;
+        asio_sync::semaphore sem(io, 2);
+        coro_result coro;
+        std::optional<std::size_t> winner;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                asio::steady_timer timer(io, std::chrono::milliseconds(1));
+                auto result = co_await (sem.async_acquire(3, asio::use_awaitable) ||
+                                        timer.async_wait(asio::use_awaitable));
+                winner = result.index();
+            },
+            on_exit(coro));
+        run_to_completion(io);
+        check_finished(coro);
+        BOOST_TEST_REQUIRE(winner.has_value());
+        BOOST_TEST(*winner == 1u);
+        BOOST_TEST(sem.available() == 2u);
+        BOOST_TEST(sem.waiting() == 0u);
+        BOOST_TEST(sem.try_acquire(2));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 12. experimental::make_parallel_group.
+// ---------------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(parallel_group_wait_for_all)
+{
+    asio::io_context io;
+    asio_sync::semaphore sem(io, 1);
+
+    int calls = 0;
+    std::array<std::size_t, 2> order{};
+    error_code ec0 = asio::error::fault;
+    error_code ec1 = asio::error::fault;
+    asx::make_parallel_group(sem.async_acquire(asio::deferred), sem.async_acquire(asio::deferred))
+        .async_wait(asx::wait_for_all(), [&](std::array<std::size_t, 2> o, error_code e0, error_code e1) {
+            ++calls;
+            order = o;
+            ec0 = e0;
+            ec1 = e1;
+        });
+
+    // The first acquire took the free permit; the second waits.
+    poll(io);
+    BOOST_TEST(calls == 0);
+    BOOST_TEST(sem.waiting() == 1u);
+    BOOST_TEST(sem.available() == 0u);
+    sem.release(1);
+    run_to_completion(io);
+    BOOST_TEST(calls == 1);
+    BOOST_TEST(ec0 == success);
+    BOOST_TEST(ec1 == success);
+    BOOST_TEST(order[0] == 0u);
+    BOOST_TEST(order[1] == 1u);
+    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(sem.waiting() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(parallel_group_wait_for_one_cancels_the_other)
+{
+
+    // Same semaphore: the first wins at once, the queued second is cancelled.
+    {
+        asio::io_context io;
+        asio_sync::semaphore sem(io, 1);
+        int calls = 0;
+        std::array<std::size_t, 2> order{};
+        error_code ec0 = asio::error::fault;
+        error_code ec1 = asio::error::fault;
+        asx::make_parallel_group(sem.async_acquire(asio::deferred), sem.async_acquire(asio::deferred))
+            .async_wait(asx::wait_for_one(), [&](std::array<std::size_t, 2> o, error_code e0, error_code e1) {
+                ++calls;
+                order = o;
+                ec0 = e0;
+                ec1 = e1;
+            });
+        run_to_completion(io);
+        BOOST_TEST(calls == 1);
+        BOOST_TEST(order[0] == 0u);
+        BOOST_TEST(ec0 == success);
+        BOOST_TEST(ec1 == aborted);
+        BOOST_TEST(sem.available() == 0u); // held by the winner
+        BOOST_TEST(sem.waiting() == 0u);
+        sem.release(1);
+        BOOST_TEST(sem.available() == 1u);
+    }
+
+    // Two semaphores: the loser had collected two of three permits; they come back.
+    {
+        asio::io_context io;
+        asio_sync::semaphore a(io, 2);
+        asio_sync::semaphore b(io, 0);
+        int calls = 0;
+        std::array<std::size_t, 2> order{};
+        error_code ec0 = asio::error::fault;
+        error_code ec1 = asio::error::fault;
+        asx::make_parallel_group(a.async_acquire(3, asio::deferred), b.async_acquire(asio::deferred))
+            .async_wait(asx::wait_for_one(), [&](std::array<std::size_t, 2> o, error_code e0, error_code e1) {
+                ++calls;
+                order = o;
+                ec0 = e0;
+                ec1 = e1;
+            });
+        poll(io);
+        BOOST_TEST(calls == 0);
+        BOOST_TEST(a.waiting() == 1u);
+        BOOST_TEST(a.available() == 0u);
+        BOOST_TEST(b.waiting() == 1u);
+        b.release(1);
+        run_to_completion(io);
+        BOOST_TEST(calls == 1);
+        BOOST_TEST(order[0] == 1u);
+        BOOST_TEST(order[1] == 0u);
+        BOOST_TEST(ec1 == success);
+        BOOST_TEST(ec0 == aborted);
+        BOOST_TEST(a.available() == 2u);
+        BOOST_TEST(a.waiting() == 0u);
+        BOOST_TEST(b.available() == 0u);
+        BOOST_TEST(b.waiting() == 0u);
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
