@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <limits>
 #include <mutex>
-#include <new>
 #include <stdexcept>
 
 namespace asio_sync::detail {
@@ -41,11 +40,7 @@ public:
         closed,
     };
 
-    explicit semaphore_core(std::size_t initial_permits) : state_(initial_permits << shift)
-    {
-        if (initial_permits > max_permits)
-            throw std::invalid_argument("asio_sync: initial permits exceed max_permits");
-    }
+    explicit semaphore_core(std::size_t initial_permits) : state_(checked(initial_permits) << shift) {}
 
     semaphore_core(const semaphore_core&) = delete;
     semaphore_core& operator=(const semaphore_core&) = delete;
@@ -191,6 +186,13 @@ private:
     static constexpr std::size_t closed_flag = 1;
     static constexpr std::size_t queued_flag = 2;
     static constexpr unsigned shift = 2;
+
+    static std::size_t checked(std::size_t initial_permits)
+    {
+        if (initial_permits > max_permits)
+            throw std::invalid_argument("asio_sync: initial permits exceed max_permits");
+        return initial_permits;
+    }
 
     static void check_room(std::size_t state, std::size_t n)
     {
