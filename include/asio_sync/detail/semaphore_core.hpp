@@ -234,6 +234,8 @@ private:
         if (w.cancel_ref)
             *w.cancel_ref = nullptr;
         w.outcome = why;
+        if (why != waiter_outcome::granted)
+            w.collected = 0; // the caller hands them on
         done.push_back(w);
     }
 
@@ -241,7 +243,9 @@ private:
     alignas(64) Atomic<std::size_t> state_;
     alignas(64) Mutex mutex_;
     waiter_list queue_;
-    Atomic<std::size_t> waiting_{0};
+    // A statistic for waiting(), written under the mutex; not part of the algorithm, so not a
+    // step the test scheduler needs to interleave.
+    std::atomic<std::size_t> waiting_{0};
 };
 
 } // namespace asio_sync::detail
