@@ -229,6 +229,8 @@ inline void destroy_all(waiter_list& done) noexcept
 // executor throws, the operations not yet submitted are destroyed rather than leaked.
 inline void complete_all(waiter_list& done)
 {
+    if (done.empty()) // the common case, kept inline: nobody was waiting
+        return;
     struct guard
     {
         waiter_list& rest;

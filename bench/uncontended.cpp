@@ -1,0 +1,207 @@
+// Uncontended costs: one thread, one permit, nobody waits. Each operation of ours runs next to the
+// reference it is built from, in the same binary and the same run, because only the ratio carries
+// over from one machine (or one load) to another.
+//
+// The asynchronous benchmarks measure chains on a running io_context(1): every handler starts the
+// next operation from inside run(), as a real program does, and the chain is long enough that
+// restarting the context and starting the chain vanish in the per-handler figure. The time column
+// of every benchmark here is the cost of one operation (KeepRunningBatch counts each link).
+
+#include <asio_sync/semaphore.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <exception>
+
+namespace {
+
+using io_semaphore = asio_sync::basic_semaphore<boost::asio::io_context::executor_type>;
+
+// Links per chain: long enough that ctx.restart(), ctx.run()'s entry and exit and the first post
+// (from outside run(), so through the locked shared queue) cost under 0.1% of the batch.
+constexpr benchmark::IterationCount chain_length = 10000;
+
+void BM_atomic_pair(benchmark::State& state)
+{
+    std::atomic<std::size_t> permits{1};
+    std::size_t failures = 0;
+    for (auto _ : state)
+    {
+        // Same orders as the semaphore's CAS loop; the result is consumed, as try_acquire's is.
+        const std::size_t before = permits.fetch_sub(1, std::memory_order_acquire);
+        benchmark::DoNotOptimize(before);
+        failures += before == 0;
+        permits.fetch_add(1, std::memory_order_release);
+        benchmark::ClobberMemory();
+    }
+    if (failures != 0 || permits.load() != 1)
+        state.SkipWithError("atomic pair lost count");
+}
+BENCHMARK(BM_atomic_pair);
+
+template <class Semaphore>
+void BM_try_acquire_release(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    Semaphore sem(ctx, 1);
+    std::size_t failures = 0;
+    for (auto _ : state)
+    {
+        const bool acquired = sem.try_acquire();
+        benchmark::DoNotOptimize(acquired);
+        failures += !acquired;
+        sem.release();
+        benchmark::ClobberMemory();
+    }
+    // A failed try followed by a release would leave 2 permits, so this catches either failure.
+    if (failures != 0 || sem.available() != 1)
+        state.SkipWithError("try_acquire failed with a permit available");
+}
+BENCHMARK_TEMPLATE(BM_try_acquire_release, asio_sync::semaphore);
+BENCHMARK_TEMPLATE(BM_try_acquire_release, io_semaphore);
+
+// One link of a chain of bare posts: the handler posts its successor until the chain is done.
+struct post_link
+{
+    boost::asio::io_context* ctx;
+    benchmark::IterationCount* remaining;
+    benchmark::IterationCount* executed;
+
+    void operator()() const
+    {
+        ++*executed;
+        if (--*remaining != 0)
+            boost::asio::post(*ctx, *this);
+    }
+};
+
+// The reference: one post from inside a running handler plus that handler's execution. A chain,
+// rather than post() + run_one() per iteration, because run_one() adds its own entry, work
+// accounting and a stop-and-restart once the work count drops to zero, none of which a
+// completion pays inside a running context.
+void BM_post_round_trip(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    benchmark::IterationCount executed = 0;
+    while (state.KeepRunningBatch(chain_length))
+    {
+        benchmark::IterationCount remaining = chain_length;
+        ctx.restart();
+        boost::asio::post(ctx, post_link{&ctx, &remaining, &executed});
+        ctx.run();
+    }
+    if (executed != state.iterations())
+        state.SkipWithError("post chain broke off");
+}
+BENCHMARK(BM_post_round_trip);
+
+// One link of an acquire chain: holds the only permit, gives it back, and starts the next acquire,
+// which finds the permit free. Same shape as post_link, so the difference is the semaphore.
+template <class Semaphore>
+struct acquire_link
+{
+    Semaphore* sem;
+    benchmark::IterationCount* remaining;
+    benchmark::IterationCount* executed;
+
+    void operator()(boost::system::error_code ec) const
+    {
+        // Ending the chain on an error makes the count check below fail rather than hide it.
+        if (ec)
+            return;
+        ++*executed;
+        sem->release();
+        if (--*remaining != 0)
+            sem->async_acquire(*this);
+    }
+};
+
+template <class Semaphore>
+void BM_async_acquire_release_callback(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    Semaphore sem(ctx, 1);
+    benchmark::IterationCount executed = 0;
+    while (state.KeepRunningBatch(chain_length))
+    {
+        benchmark::IterationCount remaining = chain_length;
+        ctx.restart();
+        sem.async_acquire(acquire_link<Semaphore>{&sem, &remaining, &executed});
+        ctx.run();
+    }
+    if (executed != state.iterations() || sem.available() != 1 || sem.waiting() != 0)
+        state.SkipWithError("acquire chain broke off or lost a permit");
+}
+BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, asio_sync::semaphore);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, io_semaphore);
+
+boost::asio::awaitable<void> acquire_loop(asio_sync::semaphore& sem, benchmark::IterationCount count,
+                                          benchmark::IterationCount& executed)
+{
+    for (benchmark::IterationCount i = 0; i < count; ++i)
+    {
+        co_await sem.async_acquire(boost::asio::use_awaitable);
+        sem.release();
+        ++executed;
+    }
+}
+
+boost::asio::awaitable<void> post_loop(boost::asio::io_context& ctx, benchmark::IterationCount count,
+                                       benchmark::IterationCount& executed)
+{
+    for (benchmark::IterationCount i = 0; i < count; ++i)
+    {
+        co_await boost::asio::post(ctx, boost::asio::use_awaitable);
+        ++executed;
+    }
+}
+
+// Runs one coroutine per batch, so the frame allocation and co_spawn's own posts are spread over
+// chain_length loop turns. An exception from the loop counts as a failure instead of vanishing.
+template <class Loop>
+void run_coroutine_batches(benchmark::State& state, boost::asio::io_context& ctx, Loop make_loop,
+                           benchmark::IterationCount& executed)
+{
+    std::size_t failures = 0;
+    while (state.KeepRunningBatch(chain_length))
+    {
+        ctx.restart();
+        boost::asio::co_spawn(ctx, make_loop(),
+                              [&failures](std::exception_ptr e) { failures += e != nullptr; });
+        ctx.run();
+    }
+    if (failures != 0 || executed != state.iterations())
+        state.SkipWithError("coroutine loop broke off");
+}
+
+void BM_async_acquire_release_coroutine(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    asio_sync::semaphore sem(ctx, 1);
+    benchmark::IterationCount executed = 0;
+    run_coroutine_batches(
+        state, ctx, [&] { return acquire_loop(sem, chain_length, executed); }, executed);
+    if (sem.available() != 1 || sem.waiting() != 0)
+        state.SkipWithError("coroutine loop lost a permit");
+}
+BENCHMARK(BM_async_acquire_release_coroutine);
+
+void BM_co_await_post(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    benchmark::IterationCount executed = 0;
+    run_coroutine_batches(
+        state, ctx, [&] { return post_loop(ctx, chain_length, executed); }, executed);
+}
+BENCHMARK(BM_co_await_post);
+
+} // namespace
