@@ -17,6 +17,11 @@
 
 namespace asio_sync {
 
+template <class Executor>
+class basic_mutex;
+template <class Executor>
+class basic_shared_mutex;
+
 /// An asynchronous counting semaphore for Asio: waits never block a thread.
 ///
 /// The semaphore holds a count of permits. `async_acquire(n)` completes once it has been given n
@@ -136,8 +141,8 @@ public:
     auto async_acquire(std::size_t n,
                        AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return boost::asio::async_initiate<AcquireToken, void(boost::system::error_code)>(
-            initiate_async_acquire(this), token, n);
+        return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant(),
+                                                                 std::forward<AcquireToken>(token));
     }
 
     /// Starts an asynchronous acquire of one permit: `async_acquire(1, token)`.
@@ -191,10 +196,24 @@ public:
     bool is_closed() const noexcept { return impl_.core.is_closed(); }
 
 private:
+    template <class>
+    friend class basic_mutex;
+    template <class>
+    friend class basic_shared_mutex;
+
+    template <class Grant>
     class initiate_async_acquire;
 
-    template <class Handler>
-    void start_acquire(Handler handler, std::size_t n);
+    // An acquire whose handler receives what `grant` makes of the outcome: the shape the locks
+    // build their scoped variants on.
+    template <class Signature, class Grant, class Token>
+    auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token)
+    {
+        return boost::asio::async_initiate<Token, Signature>(initiate_async_acquire<Grant>(this, grant), token, n);
+    }
+
+    template <class Handler, class Grant>
+    void start_acquire(Handler handler, std::size_t n, const Grant& grant);
 
     executor_type executor_;
     detail::semaphore_impl impl_;

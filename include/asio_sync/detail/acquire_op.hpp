@@ -16,6 +16,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <memory>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -110,15 +111,29 @@ private:
     tracked_executor_t<handler_executor> handler_work_;
 };
 
+// Turns an acquire's outcome into the handler's arguments at the moment it is decided. What a
+// grant produces may own the permits (a lock guard, a permit object), so that a grant whose
+// handler is destroyed without running still gives them back.
+struct plain_grant
+{
+    std::tuple<boost::system::error_code> operator()(boost::system::error_code ec) const noexcept
+    {
+        return std::tuple<boost::system::error_code>(ec);
+    }
+};
+
+template <class Grant>
+using grant_result_t = std::invoke_result_t<const Grant&, boost::system::error_code>;
+
 // What runs on the handler's executor: detaches our cancellation handler, then makes the upcall.
-template <class Handler>
+template <class Handler, class Args>
 class completion
 {
 public:
     using slot_type = boost::asio::associated_cancellation_slot_t<Handler>;
 
-    completion(Handler&& handler, boost::system::error_code ec, slot_type slot = slot_type())
-        : handler_(std::move(handler)), ec_(ec), slot_(std::move(slot))
+    completion(Handler&& handler, Args&& args, slot_type slot = slot_type())
+        : handler_(std::move(handler)), args_(std::move(args)), slot_(std::move(slot))
     {
     }
 
@@ -126,22 +141,22 @@ public:
     {
         if (slot_.is_connected())
             slot_.clear();
-        std::move(handler_)(ec_);
+        std::apply(std::move(handler_), std::move(args_));
     }
 
 private:
     Handler handler_;
-    boost::system::error_code ec_;
+    Args args_;
     slot_type slot_;
 };
 
-// Completes `handler` with `ec` without an operation object: for acquires decided at initiation.
-template <class Handler, class IoExecutor>
-void post_completion(Handler handler, const IoExecutor& io_ex, boost::system::error_code ec)
+// Completes `handler` without an operation object: for acquires decided at initiation.
+template <class Handler, class IoExecutor, class Grant>
+void post_completion(Handler handler, const IoExecutor& io_ex, const Grant& grant, boost::system::error_code ec)
 {
     const auto alloc = get_handler_allocator(handler);
     const auto ex = boost::asio::get_associated_executor(handler, io_ex);
-    submit(ex, completion<Handler>(std::move(handler), ec), alloc);
+    submit(ex, completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(ec)), alloc);
 }
 
 // Type-erased face of a queued acquire. `func_` either completes the operation (posting the
@@ -162,28 +177,29 @@ private:
     func_type func_;
 };
 
-template <class Handler, class IoExecutor>
+template <class Handler, class IoExecutor, class Grant>
 class acquire_op final : public acquire_op_base
 {
 public:
     using slot_type = boost::asio::associated_cancellation_slot_t<Handler>;
 
-    acquire_op(Handler&& handler, const IoExecutor& io_ex)
+    acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
         : acquire_op_base(&do_func),
           handler_(std::move(handler)),
           work_(handler_, io_ex),
-          slot_(boost::asio::get_associated_cancellation_slot(handler_))
+          slot_(boost::asio::get_associated_cancellation_slot(handler_)),
+          grant_(grant)
     {
     }
 
     // Allocates with the handler's associated allocator: the only allocation of a queued acquire.
-    static acquire_op* create(Handler&& handler, const IoExecutor& io_ex)
+    static acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
     {
         op_allocator alloc(get_handler_allocator(handler));
         acquire_op* op = std::allocator_traits<op_allocator>::allocate(alloc, 1);
         try
         {
-            return ::new (static_cast<void*>(op)) acquire_op(std::move(handler), io_ex);
+            return ::new (static_cast<void*>(op)) acquire_op(std::move(handler), io_ex, grant);
         }
         catch (...)
         {
@@ -207,16 +223,19 @@ private:
         Handler handler(std::move(op->handler_));
         handler_work<Handler, IoExecutor> work(std::move(op->work_));
         slot_type slot(std::move(op->slot_));
+        const Grant grant(std::move(op->grant_));
         op_allocator alloc(handler_alloc);
         op->~acquire_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
         if (ec)
-            work.complete(completion<Handler>(std::move(handler), *ec, std::move(slot)), handler_alloc);
+            work.complete(completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(*ec), std::move(slot)),
+                          handler_alloc);
     }
 
     Handler handler_;
     handler_work<Handler, IoExecutor> work_;
     slot_type slot_;
+    Grant grant_;
 };
 
 inline void destroy_all(waiter_list& done) noexcept
@@ -227,10 +246,8 @@ inline void destroy_all(waiter_list& done) noexcept
 
 // Finishes waiters that left the queue. Called after the semaphore's mutex is released. If an
 // executor throws, the operations not yet submitted are destroyed rather than leaked.
-inline void complete_all(waiter_list& done)
+inline void complete_each(waiter_list& done)
 {
-    if (done.empty()) // the common case, kept inline: nobody was waiting
-        return;
     struct guard
     {
         waiter_list& rest;
@@ -238,6 +255,13 @@ inline void complete_all(waiter_list& done)
     } on_exit{done};
     while (semaphore_waiter* w = done.pop_front())
         static_cast<acquire_op_base*>(w)->complete(to_error_code(w->outcome));
+}
+
+// The common case, nobody completed, stays inline in the lock-free paths.
+inline void complete_all(waiter_list& done)
+{
+    if (!done.empty())
+        complete_each(done);
 }
 
 // The per-operation cancellation handler, stored in the handler's cancellation slot. It names its

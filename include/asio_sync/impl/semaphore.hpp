@@ -9,23 +9,25 @@
 namespace asio_sync {
 
 template <class Executor>
+template <class Grant>
 class basic_semaphore<Executor>::initiate_async_acquire
 {
 public:
     using executor_type = Executor;
 
-    explicit initiate_async_acquire(basic_semaphore* self) noexcept : self_(self) {}
+    initiate_async_acquire(basic_semaphore* self, const Grant& grant) noexcept : self_(self), grant_(grant) {}
 
     const executor_type& get_executor() const noexcept { return self_->get_executor(); }
 
     template <class Handler>
     void operator()(Handler&& handler, std::size_t n) const
     {
-        self_->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), n);
+        self_->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), n, grant_);
     }
 
 private:
     basic_semaphore* self_;
+    Grant grant_;
 };
 
 template <class Executor>
@@ -47,21 +49,21 @@ basic_semaphore<Executor>::~basic_semaphore()
 }
 
 template <class Executor>
-template <class Handler>
-void basic_semaphore<Executor>::start_acquire(Handler handler, std::size_t n)
+template <class Handler, class Grant>
+void basic_semaphore<Executor>::start_acquire(Handler handler, std::size_t n, const Grant& grant)
 {
-    using op_type = detail::acquire_op<Handler, Executor>;
+    using op_type = detail::acquire_op<Handler, Executor, Grant>;
     using cancellation_type = detail::acquire_cancellation<detail::semaphore_core<>>;
     using enqueue_result = detail::semaphore_core<>::enqueue_result;
 
     if (n > max_permits)
-        return detail::post_completion(std::move(handler), executor_, error::too_many_permits);
+        return detail::post_completion(std::move(handler), executor_, grant, error::too_many_permits);
     if (impl_.core.try_acquire(n))
-        return detail::post_completion(std::move(handler), executor_, {});
+        return detail::post_completion(std::move(handler), executor_, grant, {});
     if (n == 0) // try_acquire(0) fails only once closed
-        return detail::post_completion(std::move(handler), executor_, error::closed);
+        return detail::post_completion(std::move(handler), executor_, grant, error::closed);
 
-    op_type* op = op_type::create(std::move(handler), executor_);
+    op_type* op = op_type::create(std::move(handler), executor_, grant);
     auto& slot = op->slot();
     if (slot.is_connected())
     {

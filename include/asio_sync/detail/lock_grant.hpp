@@ -1,0 +1,29 @@
+#ifndef ASIO_SYNC_DETAIL_LOCK_GRANT_HPP
+#define ASIO_SYNC_DETAIL_LOCK_GRANT_HPP
+
+#include <boost/system/error_code.hpp>
+
+#include <mutex>
+#include <tuple>
+
+namespace asio_sync::detail {
+
+// The grant of a scoped lock: on success the handler receives a `Lock` (std::unique_lock or
+// std::shared_lock) that adopts the lock, made as soon as the lock is granted, so that a handler
+// destroyed without running still unlocks. On error the Lock owns nothing.
+template <class Lock>
+struct adopt_lock_grant
+{
+    typename Lock::mutex_type* mutex;
+
+    std::tuple<boost::system::error_code, Lock> operator()(boost::system::error_code ec) const
+    {
+        if (ec)
+            return {ec, Lock()};
+        return {ec, Lock(*mutex, std::adopt_lock)};
+    }
+};
+
+} // namespace asio_sync::detail
+
+#endif // ASIO_SYNC_DETAIL_LOCK_GRANT_HPP

@@ -1,0 +1,216 @@
+#ifndef ASIO_SYNC_SHARED_MUTEX_HPP
+#define ASIO_SYNC_SHARED_MUTEX_HPP
+
+/// @file
+/// The asynchronous shared (reader-writer) mutex.
+
+#include <asio_sync/detail/lock_grant.hpp>
+#include <asio_sync/semaphore.hpp>
+
+#include <boost/assert.hpp>
+
+#include <mutex>
+#include <shared_mutex>
+#include <stdexcept>
+
+namespace asio_sync {
+
+/// An asynchronous reader-writer mutex for Asio: a semaphore of `max_readers` permits, where a
+/// reader takes one permit and a writer takes all of them.
+///
+/// **Fairness.** Readers and writers wait in one FIFO queue. A queued writer blocks every reader
+/// that arrives after it, so writers cannot starve behind a stream of readers; readers queued
+/// before a writer are not overtaken by it. While any lock operation waits, `try_lock` and
+/// `try_lock_shared` fail.
+///
+/// It inherits the rest from the semaphore: direct hand-off on unlock, per-operation
+/// cancellation, one allocation per wait through the handler's allocator, completions posted
+/// through the handler's associated executor and never invoked inside a member function. Every
+/// member function may be called concurrently from any thread; an unlock happens-before the
+/// completion of every lock operation it lets through.
+///
+/// @tparam Executor The I/O executor: the default executor for completion handlers.
+template <class Executor = boost::asio::any_io_executor>
+class basic_shared_mutex
+{
+public:
+    /// The type of the executor associated with the mutex.
+    using executor_type = Executor;
+
+    /// Rebinds the mutex to another executor type.
+    template <class OtherExecutor>
+    struct rebind_executor
+    {
+        /// The mutex type when rebound to the specified executor.
+        using other = basic_shared_mutex<OtherExecutor>;
+    };
+
+    /// The most readers that may hold the lock at once by default: no practical limit.
+    static constexpr std::size_t default_max_readers = basic_semaphore<Executor>::max_permits;
+
+    /// Constructs an unlocked mutex that admits at most `max_readers` readers at once.
+    ///
+    /// @throws std::invalid_argument if `max_readers` is 0 or above the semaphore's `max_permits`.
+    explicit basic_shared_mutex(const executor_type& ex, std::size_t max_readers = default_max_readers)
+        : semaphore_(ex, checked(max_readers)), max_readers_(max_readers)
+    {
+    }
+
+    /// Constructs an unlocked mutex that uses the context's executor.
+    ///
+    /// @throws std::invalid_argument if `max_readers` is 0 or above the semaphore's `max_permits`.
+    template <class ExecutionContext,
+              std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>,
+                               int> = 0>
+    explicit basic_shared_mutex(ExecutionContext& ctx, std::size_t max_readers = default_max_readers)
+        : basic_shared_mutex(executor_type(ctx.get_executor()), max_readers)
+    {
+    }
+
+    basic_shared_mutex(const basic_shared_mutex&) = delete;
+    basic_shared_mutex& operator=(const basic_shared_mutex&) = delete;
+
+    /// Destroys the mutex. Pending lock operations complete with
+    /// `boost::asio::error::operation_aborted`.
+    ~basic_shared_mutex() = default;
+
+    /// Returns the executor associated with the mutex.
+    const executor_type& get_executor() const noexcept { return semaphore_.get_executor(); }
+
+    /// Returns the most readers that may hold the lock at once.
+    std::size_t max_readers() const noexcept { return max_readers_; }
+
+    /// Starts an asynchronous exclusive lock. On success the caller holds the lock alone and must
+    /// `unlock()` it (or `downgrade()` it to a shared lock).
+    ///
+    /// **Completion signature:** `void(boost::system::error_code)`.
+    ///
+    /// **Errors:** `boost::asio::error::operation_aborted` when cancelled (per-operation
+    /// cancellation, `cancel()`, destruction of the mutex); the lock is then not held.
+    ///
+    /// **Per-operation cancellation:** terminal, partial and total. A cancelled writer that had
+    /// collected part of the lock (readers leaving before it) passes that on to the waiters behind
+    /// it, so the readers it was blocking proceed. A cancellation racing the grant has exactly one
+    /// outcome: success with the lock held, or `operation_aborted` with nothing held.
+    ///
+    /// **Executor:** the handler is never invoked from within this function; it is submitted to
+    /// its associated executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// **Thread safety:** may be called concurrently with any other member function.
+    ///
+    /// **Object lifetimes:** the mutex must outlive the initiation; destroying it aborts the
+    /// pending lock. A lock that waits allocates one object with the handler's allocator.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return semaphore_.async_acquire(max_readers_, std::forward<LockToken>(token));
+    }
+
+    /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`.
+    ///
+    /// **Completion signature:**
+    /// `void(boost::system::error_code, std::unique_lock<basic_shared_mutex>)`. On success it owns
+    /// the lock (adopted) and unlocks it when destroyed, also if the handler is destroyed without
+    /// being invoked; on error it owns nothing. The rest: as `async_lock`.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_shared_mutex>))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        using lock_type = std::unique_lock<basic_shared_mutex>;
+        return semaphore_.template async_acquire_as<void(boost::system::error_code, lock_type)>(
+            max_readers_, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token));
+    }
+
+    /// Takes the exclusive lock if that can be done at once: fails while anyone holds the lock in
+    /// any mode or any lock operation waits.
+    bool try_lock() noexcept { return semaphore_.try_acquire(max_readers_); }
+
+    /// Releases the exclusive lock, passing it on to the oldest waiters (their handlers are posted).
+    ///
+    /// Precondition: the caller holds the exclusive lock (asserted in debug builds).
+    void unlock()
+    {
+        BOOST_ASSERT_MSG(semaphore_.available() == 0, "asio_sync::basic_shared_mutex::unlock without the lock");
+        semaphore_.release(max_readers_);
+    }
+
+    /// Starts an asynchronous shared lock. On success the caller holds a share of the lock and
+    /// must `unlock_shared()` it.
+    ///
+    /// **Completion signature:** `void(boost::system::error_code)`.
+    ///
+    /// Waits while a writer holds the lock, while `max_readers` readers hold it, or while any
+    /// other lock operation is queued (FIFO: a queued writer is not overtaken). Errors,
+    /// cancellation, executor, thread safety and lifetimes: as `async_lock`.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return semaphore_.async_acquire(1, std::forward<LockToken>(token));
+    }
+
+    /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`.
+    ///
+    /// **Completion signature:**
+    /// `void(boost::system::error_code, std::shared_lock<basic_shared_mutex>)`. On success it
+    /// owns a share of the lock (adopted) and releases it when destroyed, also if the handler is
+    /// destroyed without being invoked; on error it owns nothing. The rest: as `async_lock_shared`.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::shared_lock<basic_shared_mutex>))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_scoped_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        using lock_type = std::shared_lock<basic_shared_mutex>;
+        return semaphore_.template async_acquire_as<void(boost::system::error_code, lock_type)>(
+            1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token));
+    }
+
+    /// Takes a share of the lock if that can be done at once: fails while a writer holds it,
+    /// while `max_readers` readers hold it, or while any lock operation waits.
+    bool try_lock_shared() noexcept { return semaphore_.try_acquire(1); }
+
+    /// Releases a share of the lock.
+    ///
+    /// Precondition: the caller holds a shared lock (asserted in debug builds).
+    void unlock_shared()
+    {
+        BOOST_ASSERT_MSG(semaphore_.available() < max_readers_,
+                         "asio_sync::basic_shared_mutex::unlock_shared without a shared lock");
+        semaphore_.release(1);
+    }
+
+    /// Turns the caller's exclusive lock into a shared lock, atomically: no writer can take the
+    /// lock in between. Readers queued at the head of the queue may proceed; a writer queued at
+    /// the head stays blocked (it now waits for this reader), and so do the readers behind it.
+    ///
+    /// Precondition: the caller holds the exclusive lock (asserted in debug builds).
+    void downgrade()
+    {
+        BOOST_ASSERT_MSG(semaphore_.available() == 0, "asio_sync::basic_shared_mutex::downgrade without the lock");
+        semaphore_.release(max_readers_ - 1);
+    }
+
+    /// Aborts every pending lock operation, shared or exclusive, with
+    /// `boost::asio::error::operation_aborted`.
+    ///
+    /// @returns the number of operations aborted.
+    std::size_t cancel() { return semaphore_.cancel(); }
+
+private:
+    static std::size_t checked(std::size_t max_readers)
+    {
+        if (max_readers == 0 || max_readers > basic_semaphore<Executor>::max_permits)
+            throw std::invalid_argument("asio_sync::basic_shared_mutex: max_readers must be in [1, max_permits]");
+        return max_readers;
+    }
+
+    basic_semaphore<Executor> semaphore_;
+    std::size_t max_readers_;
+};
+
+/// A shared mutex with the default executor type, `boost::asio::any_io_executor`.
+using shared_mutex = basic_shared_mutex<>;
+
+} // namespace asio_sync
+
+#endif // ASIO_SYNC_SHARED_MUTEX_HPP
