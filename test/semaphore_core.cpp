@@ -45,7 +45,11 @@ template <class Core>
 class harness : public dsched::scenario
 {
 public:
-    harness(std::size_t initial, std::size_t waiters) : core_(initial), capacity_(initial), waiters_(waiters) {}
+    // `initial` permits in the counter, `held` more already held by the logical threads.
+    harness(std::size_t initial, std::size_t waiters, std::size_t held = 0)
+        : core_(initial), capacity_(initial + held), held_(held), waiters_(waiters)
+    {
+    }
 
     waiter& w(std::size_t i) { return waiters_[i]; }
     Core& core() { return core_; }
@@ -192,7 +196,7 @@ private:
 
     Core core_;
     std::size_t capacity_;
-    std::size_t held_ = 0;
+    std::size_t held_;
     long next_ticket_ = 0;
     std::deque<waiter> waiters_;
 };
@@ -205,8 +209,8 @@ public:
     using thread_body = std::function<void(harness<Core>&)>;
 
     scripted(std::size_t initial, std::size_t waiters, std::vector<thread_body> bodies,
-             std::function<void(harness<Core>&)> expect = {})
-        : harness<Core>(initial, waiters), bodies_(std::move(bodies)), expect_(std::move(expect))
+             std::function<void(harness<Core>&)> expect = {}, std::size_t held = 0)
+        : harness<Core>(initial, waiters, held), bodies_(std::move(bodies)), expect_(std::move(expect))
     {
     }
 
@@ -400,6 +404,33 @@ std::unique_ptr<scripted<Core>> cancel_all_vs_enqueue_vs_release()
                                                               s.give(1);
                                                               s.acquire(s.w(1), 1);
                                                           }});
+}
+
+// The shared mutex is a semaphore of max_readers permits (3 here): a writer takes all of them and
+// downgrade() gives back all but one. A writer queued behind the downgrading holder must stay
+// blocked until the last share is released; the held <= capacity check catches any overlap.
+template <class Core>
+std::unique_ptr<scripted<Core>> downgrade_vs_queued_writer()
+{
+    using h = harness<Core>;
+    return std::make_unique<scripted<Core>>(
+        0, 2,
+        std::vector<typename scripted<Core>::thread_body>{[](h& s)
+                                                          {
+                                                              s.release(2); // downgrade
+                                                              s.release(1); // unlock_shared
+                                                          },
+                                                          [](h& s) { s.acquire(s.w(0), 3); },
+                                                          [](h& s) { s.acquire(s.w(1), 1); }},
+        [](h& s)
+        {
+            // Whoever queued first holds the lock; the other waits behind or beside it.
+            const bool writer = s.w(0).granted();
+            const bool reader = s.w(1).granted();
+            if (writer == reader)
+                s.fail("exactly one of the writer and the reader should hold the lock at the end");
+        },
+        3);
 }
 
 // A larger mix for seeded random schedules: four threads, several operations each.
@@ -623,6 +654,7 @@ ASIO_SYNC_EXHAUSTIVE(close_vs_acquire_vs_release)
 ASIO_SYNC_EXHAUSTIVE(try_acquire_vs_queued_waiter)
 ASIO_SYNC_EXHAUSTIVE(two_releases_fill_a_batch)
 ASIO_SYNC_EXHAUSTIVE(cancel_all_vs_enqueue_vs_release)
+ASIO_SYNC_EXHAUSTIVE(downgrade_vs_queued_writer)
 
 BOOST_AUTO_TEST_CASE(random_schedules_of_a_larger_mix)
 {
