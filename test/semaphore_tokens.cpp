@@ -61,6 +61,14 @@ const error_code success{};
 const error_code closed = asio_sync::error::closed;
 const error_code aborted = asio::error::operation_aborted;
 
+// A semaphore with `Permits` free permits, on an io_context of its own.
+template <std::size_t Permits>
+struct semaphore_with
+{
+    asio::io_context io;
+    asio_sync::semaphore sem{io, Permits};
+};
+
 // Runs the handlers that are ready now, without waiting for anything.
 void poll(asio::io_context& io)
 {
@@ -76,49 +84,178 @@ void run_to_completion(asio::io_context& io)
     BOOST_REQUIRE_MESSAGE(io.stopped(), "the io_context still had work when the time limit expired");
 }
 
+// Checks how many permits `sem` has free and how many acquires wait on it.
+void check_counts(const asio_sync::semaphore& sem, std::size_t available, std::size_t waiting)
+{
+    BOOST_TEST(sem.available() == available);
+    BOOST_TEST(sem.waiting() == waiting);
+}
+
+// Checks that a completion was recorded, with `expected`.
+void check_result(const std::optional<error_code>& result, const error_code& expected)
+{
+    BOOST_TEST_REQUIRE(result.has_value());
+    BOOST_TEST(*result == expected);
+}
+
 // Checks that a recorded handler was invoked exactly once, with `expected`.
 void check_completed(const test::outcome& out, const error_code& expected)
 {
     BOOST_TEST(out.calls == 1);
-    BOOST_TEST_REQUIRE(out.ec.has_value());
-    BOOST_TEST(*out.ec == expected);
+    check_result(out.ec, expected);
 }
 
-// Where a co_spawned coroutine ends: how often its completion ran and what escaped it.
-struct coro_result
+// Starts `sem.async_acquire(n..., handler)` with a handler that records its completion, and
+// returns where it records it.
+template <class... N>
+std::shared_ptr<test::outcome> record_acquire(asio_sync::semaphore& sem, N... n)
+{
+    auto [out, handler] = test::make_record();
+    sem.async_acquire(n..., handler);
+    return out;
+}
+
+// The same, with the handler bound to the slot of `signal`.
+template <class... N>
+std::shared_ptr<test::outcome> record_cancellable_acquire(asio_sync::semaphore& sem,
+                                                          asio::cancellation_signal& signal, N... n)
+{
+    auto [out, handler] = test::make_record();
+    sem.async_acquire(n..., asio::bind_cancellation_slot(signal.slot(), handler));
+    return out;
+}
+
+// Checks that `results` holds exactly `expected`, in that order.
+void check_results(const std::vector<error_code>& results, const std::vector<error_code>& expected)
+{
+    BOOST_TEST_REQUIRE(results.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i)
+    {
+        BOOST_TEST_INFO("result " << i);
+        BOOST_TEST(results[i] == expected[i]);
+    }
+}
+
+// Runs what is ready, then checks that `count` results are in and one acquire waits again.
+void check_progress(asio::io_context& io, const asio_sync::semaphore& sem,
+                    const std::vector<error_code>& results, std::size_t count)
+{
+    poll(io);
+    BOOST_TEST(results.size() == count);
+    BOOST_TEST(sem.waiting() == 1u);
+}
+
+// A coroutine co_spawned on `io`, and where it ends: how often its completion ran and what
+// escaped it.
+struct spawned
 {
     int calls = 0;
     std::exception_ptr error;
-};
 
-auto on_exit(coro_result& r)
-{
-    return [&r](std::exception_ptr e) {
-        ++r.calls;
-        r.error = e;
-    };
-}
-
-// Checks that the coroutine finished exactly once without an exception escaping it.
-void check_finished(const coro_result& r)
-{
-    BOOST_TEST(r.calls == 1);
-    if (r.error)
+    template <class F>
+    spawned(asio::io_context& io, F f)
     {
-        try
+        asio::co_spawn(io, std::move(f), [this](std::exception_ptr e) {
+            ++calls;
+            error = e;
+        });
+    }
+
+    spawned(const spawned&) = delete;
+    spawned& operator=(const spawned&) = delete;
+
+    // Checks that the coroutine finished exactly once without an exception escaping it.
+    void check_finished() const
+    {
+        BOOST_TEST(calls == 1);
+        if (error)
         {
-            std::rethrow_exception(r.error);
-        }
-        catch (const std::exception& e)
-        {
-            BOOST_ERROR("the coroutine threw: " << e.what());
-        }
-        catch (...)
-        {
-            BOOST_ERROR("the coroutine threw a non-std exception");
+            try
+            {
+                std::rethrow_exception(error);
+            }
+            catch (const std::exception& e)
+            {
+                BOOST_ERROR("the coroutine threw: " << e.what());
+            }
+            catch (...)
+            {
+                BOOST_ERROR("the coroutine threw a non-std exception");
+            }
         }
     }
+};
+
+// Awaits an acquire of one permit and returns the code of the system_error it throws, if any.
+asio::awaitable<std::optional<error_code>> code_thrown_by_acquire(asio_sync::semaphore& sem)
+{
+    try
+    {
+        co_await sem.async_acquire(asio::use_awaitable);
+    }
+    catch (const boost::system::system_error& e)
+    {
+        co_return e.code();
+    }
+    co_return std::nullopt;
 }
+
+// Races an acquire of `n` permits against a timer that expires after `timeout`, in a coroutine
+// of its own, and records which of the two completed first: 0 for the acquire, 1 for the timer.
+struct acquire_or_timeout
+{
+    std::optional<std::size_t> winner;
+    spawned coro;
+
+    acquire_or_timeout(asio::io_context& io, asio_sync::semaphore& sem, std::size_t n,
+                       std::chrono::steady_clock::duration timeout)
+        : coro(io, [this, &io, &sem, n, timeout]() -> asio::awaitable<void> {
+              using namespace asio::experimental::awaitable_operators;
+              asio::steady_timer timer(io, timeout);
+              auto result = co_await (sem.async_acquire(n, asio::use_awaitable) ||
+                                      timer.async_wait(asio::use_awaitable));
+              winner = result.index();
+          })
+    {
+    }
+
+    // Checks that the coroutine finished and that operation `index` won the race.
+    void check_won_by(std::size_t index) const
+    {
+        coro.check_finished();
+        BOOST_TEST_REQUIRE(winner.has_value());
+        BOOST_TEST(*winner == index);
+    }
+};
+
+// What a parallel group of two acquires completed with.
+struct group_outcome
+{
+    int calls = 0;
+    std::array<std::size_t, 2> order{};
+    error_code ec0 = asio::error::fault;
+    error_code ec1 = asio::error::fault;
+
+    // The handler for async_wait: records into this.
+    auto handler()
+    {
+        return [this](std::array<std::size_t, 2> o, error_code e0, error_code e1) {
+            ++calls;
+            order = o;
+            ec0 = e0;
+            ec1 = e1;
+        };
+    }
+
+    // Checks that the group completed once, operation `first` before the other, with these codes.
+    void check(std::size_t first, const error_code& expected0, const error_code& expected1) const
+    {
+        BOOST_TEST(calls == 1);
+        BOOST_TEST(order[0] == first);
+        BOOST_TEST(ec0 == expected0);
+        BOOST_TEST(ec1 == expected1);
+    }
+};
 
 // Runs an io_context on a number of threads, each for at most `limit`. The destructor stops the
 // context and joins, so that a failed check cannot leave a thread behind.
@@ -154,6 +291,50 @@ private:
     asio::io_context& io_;
     std::vector<std::thread> threads_;
 };
+
+// Runs `f` on a thread of its own and waits for it to return.
+template <class F>
+void on_another_thread(F f)
+{
+    std::thread t(std::move(f));
+    t.join();
+}
+
+// Fails the test unless `future` becomes ready within `limit`.
+template <class Future>
+void require_ready(const Future& future)
+{
+    BOOST_REQUIRE(future.wait_for(limit) == std::future_status::ready);
+}
+
+// Counts where the handlers bound to a strand ran, and how many completed with an error.
+struct strand_tally
+{
+    std::atomic<int> in_strand{0};
+    std::atomic<int> outside_strand{0};
+    std::atomic<int> failed{0};
+
+    void count(const asio::strand<asio::io_context::executor_type>& strand, error_code ec)
+    {
+        (strand.running_in_this_thread() ? in_strand : outside_strand).fetch_add(1);
+        if (ec)
+            failed.fetch_add(1);
+    }
+
+    // Checks that all `expected` handlers ran in the strand, and none failed.
+    void check(int expected) const
+    {
+        BOOST_TEST(in_strand.load() == expected);
+        BOOST_TEST(outside_strand.load() == 0);
+        BOOST_TEST(failed.load() == 0);
+    }
+};
+
+// Checks that everything allocated through `counts` has been deallocated again.
+void check_all_deallocated(const test::allocation_counts& counts)
+{
+    BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+}
 
 // A handler that can only be moved: it owns its recorder through a unique_ptr.
 class move_only_handler
@@ -203,11 +384,8 @@ BOOST_AUTO_TEST_SUITE(semaphore_tokens)
 // 1. Plain callbacks.
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(callback_completes_at_once_when_a_permit_is_free)
+BOOST_FIXTURE_TEST_CASE(callback_completes_at_once_when_a_permit_is_free, semaphore_with<2>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 2);
-
     std::optional<error_code> result;
     int calls = 0;
     sem.async_acquire([&](error_code ec) {
@@ -215,31 +393,24 @@ BOOST_AUTO_TEST_CASE(callback_completes_at_once_when_a_permit_is_free)
         result = ec;
     });
     // The permit is taken at initiation even though the handler has not run yet.
-    BOOST_TEST(sem.available() == 1u);
-    BOOST_TEST(sem.waiting() == 0u);
+    check_counts(sem, 1, 0);
 
     run_to_completion(io);
     BOOST_TEST(calls == 1);
-    BOOST_TEST_REQUIRE(result.has_value());
-    BOOST_TEST(*result == success);
+    check_result(result, success);
     BOOST_TEST(sem.available() == 1u);
 
     // The recording helper too, for n > 1.
-    auto [out, handler] = test::make_record();
     sem.release(1);
-    sem.async_acquire(2, handler);
+    auto out = record_acquire(sem, 2);
     BOOST_TEST(sem.available() == 0u);
     run_to_completion(io);
     check_completed(*out, success);
-    BOOST_TEST(sem.available() == 0u);
-    BOOST_TEST(sem.waiting() == 0u);
+    check_counts(sem, 0, 0);
 }
 
-BOOST_AUTO_TEST_CASE(callback_is_never_invoked_inline)
+BOOST_FIXTURE_TEST_CASE(callback_is_never_invoked_inline, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
-
     // A free permit: still the handler waits for the io_context.
     bool invoked = false;
     sem.async_acquire([&](error_code ec) {
@@ -252,22 +423,18 @@ BOOST_AUTO_TEST_CASE(callback_is_never_invoked_inline)
     BOOST_TEST(invoked);
 
     // n == 0 succeeds at once, and is not invoked inline either.
-    auto [zero, zero_handler] = test::make_record();
-    sem.async_acquire(0, zero_handler);
+    auto zero = record_acquire(sem, 0);
     BOOST_TEST(!zero->done());
 
     // Nor from inside release(), cancel() or close().
-    auto [by_release, release_handler] = test::make_record();
-    auto [by_cancel, cancel_handler] = test::make_record();
-    auto [by_close, close_handler] = test::make_record();
-    sem.async_acquire(release_handler);
+    auto by_release = record_acquire(sem);
     BOOST_TEST(sem.waiting() == 1u);
     sem.release(1);
     BOOST_TEST(!by_release->done());
-    sem.async_acquire(cancel_handler);
+    auto by_cancel = record_acquire(sem);
     BOOST_TEST(sem.cancel() == 1u);
     BOOST_TEST(!by_cancel->done());
-    sem.async_acquire(close_handler);
+    auto by_close = record_acquire(sem);
     sem.close();
     BOOST_TEST(!by_close->done());
 
@@ -278,28 +445,22 @@ BOOST_AUTO_TEST_CASE(callback_is_never_invoked_inline)
     check_completed(*by_close, closed);
 }
 
-BOOST_AUTO_TEST_CASE(callback_waits_for_release)
+BOOST_FIXTURE_TEST_CASE(callback_waits_for_release, semaphore_with<0>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 0);
-
-    auto [out, handler] = test::make_record();
-    sem.async_acquire(handler);
+    auto out = record_acquire(sem);
     poll(io);
     BOOST_TEST(!out->done());
     BOOST_TEST(sem.waiting() == 1u);
     BOOST_TEST(!io.stopped()); // the waiting acquire keeps the context's work outstanding
 
     sem.release(1);
-    BOOST_TEST(sem.waiting() == 0u);
-    BOOST_TEST(sem.available() == 0u); // the released permit went to the waiter
+    check_counts(sem, 0, 0); // the released permit went to the waiter
     run_to_completion(io);
     check_completed(*out, success);
     BOOST_TEST(sem.available() == 0u);
 
     // A waiter for several permits collects them as they are released, a few at a time.
-    auto [many, many_handler] = test::make_record();
-    sem.async_acquire(3, many_handler);
+    auto many = record_acquire(sem, 3);
     sem.release(1);
     sem.release(1);
     poll(io);
@@ -311,37 +472,25 @@ BOOST_AUTO_TEST_CASE(callback_waits_for_release)
     BOOST_TEST(sem.available() == 1u); // the surplus went to the counter
 }
 
-BOOST_AUTO_TEST_CASE(callback_errors)
+BOOST_FIXTURE_TEST_CASE(callback_errors, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
-
     // More than can ever be granted: reported, nothing queued, nothing taken.
-    auto [too_many, too_many_handler] = test::make_record();
-    sem.async_acquire(asio_sync::semaphore::max_permits + 1, too_many_handler);
-    BOOST_TEST(sem.waiting() == 0u);
-    BOOST_TEST(sem.available() == 1u);
+    auto too_many = record_acquire(sem, asio_sync::semaphore::max_permits + 1);
+    check_counts(sem, 1, 0);
 
     // cancel() aborts a waiter; its collected permits return to the counter.
-    auto [cancelled, cancelled_handler] = test::make_record();
-    sem.async_acquire(3, cancelled_handler);
-    BOOST_TEST(sem.waiting() == 1u);
-    BOOST_TEST(sem.available() == 0u);
+    auto cancelled = record_acquire(sem, 3);
+    check_counts(sem, 0, 1);
     BOOST_TEST(sem.cancel() == 1u);
-    BOOST_TEST(sem.waiting() == 0u);
-    BOOST_TEST(sem.available() == 1u);
+    check_counts(sem, 1, 0);
 
     // close() completes a waiter with closed, and every later acquire too.
-    auto [closed_waiter, closed_waiter_handler] = test::make_record();
-    auto [closed_later, closed_later_handler] = test::make_record();
-    auto [closed_zero, closed_zero_handler] = test::make_record();
-    sem.async_acquire(2, closed_waiter_handler);
+    auto closed_waiter = record_acquire(sem, 2);
     sem.close();
     BOOST_TEST(sem.is_closed());
-    BOOST_TEST(sem.waiting() == 0u);
-    BOOST_TEST(sem.available() == 1u);
-    sem.async_acquire(closed_later_handler);
-    sem.async_acquire(0, closed_zero_handler);
+    check_counts(sem, 1, 0);
+    auto closed_later = record_acquire(sem);
+    auto closed_zero = record_acquire(sem, 0);
     BOOST_TEST(sem.available() == 1u);
 
     run_to_completion(io);
@@ -352,11 +501,8 @@ BOOST_AUTO_TEST_CASE(callback_errors)
     check_completed(*closed_zero, closed);
 }
 
-BOOST_AUTO_TEST_CASE(callback_move_only_handler)
+BOOST_FIXTURE_TEST_CASE(callback_move_only_handler, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
-
     // At once.
     auto now = std::make_shared<test::outcome>();
     sem.async_acquire(move_only_handler(now));
@@ -385,30 +531,23 @@ BOOST_AUTO_TEST_CASE(callback_move_only_handler)
     sem.close();
     run_to_completion(io);
     BOOST_TEST(value == 42);
-    BOOST_TEST_REQUIRE(result.has_value());
-    BOOST_TEST(*result == closed);
+    check_result(result, closed);
 }
 
 // ---------------------------------------------------------------------------------------------
 // 2. use_awaitable.
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(use_awaitable_at_once_and_after_waiting)
+BOOST_FIXTURE_TEST_CASE(use_awaitable_at_once_and_after_waiting, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
-    coro_result coro;
     int step = 0;
 
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            co_await sem.async_acquire(asio::use_awaitable);
-            step = 1;
-            co_await sem.async_acquire(2, asio::use_awaitable);
-            step = 2;
-        },
-        on_exit(coro));
+    spawned coro(io, [&]() -> asio::awaitable<void> {
+        co_await sem.async_acquire(asio::use_awaitable);
+        step = 1;
+        co_await sem.async_acquire(2, asio::use_awaitable);
+        step = 2;
+    });
 
     poll(io);
     BOOST_TEST(step == 1);
@@ -421,78 +560,40 @@ BOOST_AUTO_TEST_CASE(use_awaitable_at_once_and_after_waiting)
     sem.release(1);
     run_to_completion(io);
     BOOST_TEST(step == 2);
-    check_finished(coro);
-    BOOST_TEST(sem.available() == 0u);
-    BOOST_TEST(sem.waiting() == 0u);
+    coro.check_finished();
+    check_counts(sem, 0, 0);
 }
 
-BOOST_AUTO_TEST_CASE(use_awaitable_throws_system_error_on_error)
+BOOST_FIXTURE_TEST_CASE(use_awaitable_throws_system_error_on_error, semaphore_with<0>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 0);
-
-    // Caught inside the coroutine: cancel() -> operation_aborted, close() -> closed.
-    coro_result caught;
-    std::optional<error_code> first;
-    std::optional<error_code> second;
-    std::optional<error_code> third;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            try
-            {
-                co_await sem.async_acquire(asio::use_awaitable);
-            }
-            catch (const boost::system::system_error& e)
-            {
-                first = e.code();
-            }
-            try
-            {
-                co_await sem.async_acquire(asio::use_awaitable);
-            }
-            catch (const boost::system::system_error& e)
-            {
-                second = e.code();
-            }
-            try
-            {
-                co_await sem.async_acquire(asio::use_awaitable); // already closed
-            }
-            catch (const boost::system::system_error& e)
-            {
-                third = e.code();
-            }
-        },
-        on_exit(caught));
+    // Caught inside the coroutine: cancel() -> operation_aborted, close() -> closed, and closed
+    // again for an acquire started once the semaphore is closed.
+    std::array<std::optional<error_code>, 3> codes;
+    spawned caught(io, [&]() -> asio::awaitable<void> {
+        for (std::optional<error_code>& code : codes)
+            code = co_await code_thrown_by_acquire(sem);
+    });
 
     poll(io);
     BOOST_TEST(sem.waiting() == 1u);
     BOOST_TEST(sem.cancel() == 1u);
     poll(io);
-    BOOST_TEST_REQUIRE(first.has_value());
-    BOOST_TEST(*first == aborted);
+    check_result(codes[0], aborted);
     BOOST_TEST(sem.waiting() == 1u);
     sem.close();
     run_to_completion(io);
-    BOOST_TEST_REQUIRE(second.has_value());
-    BOOST_TEST(*second == closed);
-    BOOST_TEST_REQUIRE(third.has_value());
-    BOOST_TEST(*third == closed);
-    check_finished(caught);
+    check_result(codes[1], closed);
+    check_result(codes[2], closed);
+    caught.check_finished();
 
     // Not caught: the system_error reaches co_spawn's completion handler.
     asio::io_context io2;
     asio_sync::semaphore sem2(io2, 0);
-    coro_result escaped;
     bool after = false;
-    asio::co_spawn(
-        io2,
-        [&]() -> asio::awaitable<void> {
-            co_await sem2.async_acquire(asio::use_awaitable);
-            after = true;
-        },
-        on_exit(escaped));
+    spawned escaped(io2, [&]() -> asio::awaitable<void> {
+        co_await sem2.async_acquire(asio::use_awaitable);
+        after = true;
+    });
     poll(io2);
     BOOST_TEST(sem2.waiting() == 1u);
     sem2.cancel();
@@ -507,16 +608,14 @@ BOOST_AUTO_TEST_CASE(use_awaitable_throws_system_error_on_error)
 // 3. use_future, with the io_context on one thread and the release on another.
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(use_future_released_from_another_thread)
+BOOST_FIXTURE_TEST_CASE(use_future_released_from_another_thread, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
     auto guard = asio::make_work_guard(io);
     runner io_thread(io, 1);
 
     // At once.
     std::future<void> now = sem.async_acquire(asio::use_future);
-    BOOST_REQUIRE(now.wait_for(limit) == std::future_status::ready);
+    require_ready(now);
     BOOST_CHECK_NO_THROW(now.get());
     BOOST_TEST(sem.available() == 0u);
 
@@ -524,29 +623,25 @@ BOOST_AUTO_TEST_CASE(use_future_released_from_another_thread)
     std::future<void> later = sem.async_acquire(asio::use_future);
     BOOST_TEST(sem.waiting() == 1u);
     BOOST_TEST((later.wait_for(std::chrono::seconds(0)) == std::future_status::timeout));
-    std::thread releaser([&] { sem.release(1); });
-    releaser.join();
-    BOOST_REQUIRE(later.wait_for(limit) == std::future_status::ready);
+    on_another_thread([&] { sem.release(1); });
+    require_ready(later);
     BOOST_CHECK_NO_THROW(later.get());
-    BOOST_TEST(sem.available() == 0u);
-    BOOST_TEST(sem.waiting() == 0u);
+    check_counts(sem, 0, 0);
 
     // Errors arrive as system_error from get(): cancel() and close() from a third thread. Shared
     // futures keep the shared state (and with it the stored exception) referenced from this thread
     // until after the check: std::future::get() would drop it before the catch block reads the
     // exception, leaving the last release to the completing thread through libstdc++'s exception
     // reference count, which ThreadSanitizer cannot see.
-    std::shared_future<void> cancelled = sem.async_acquire(asio::use_future).share();
-    std::thread canceller([&] { sem.cancel(); });
-    canceller.join();
-    BOOST_REQUIRE(cancelled.wait_for(limit) == std::future_status::ready);
-    check_throws_code([&] { cancelled.get(); }, aborted);
-
-    std::shared_future<void> on_close = sem.async_acquire(asio::use_future).share();
-    std::thread closer([&] { sem.close(); });
-    closer.join();
-    BOOST_REQUIRE(on_close.wait_for(limit) == std::future_status::ready);
-    check_throws_code([&] { on_close.get(); }, closed);
+    std::vector<std::shared_future<void>> failing;
+    auto check_fails_when = [&](auto act, const error_code& expected) {
+        const std::shared_future<void>& future = failing.emplace_back(sem.async_acquire(asio::use_future));
+        on_another_thread(act);
+        require_ready(future);
+        check_throws_code([&] { future.get(); }, expected);
+    };
+    check_fails_when([&] { sem.cancel(); }, aborted);
+    check_fails_when([&] { sem.close(); }, closed);
 
     guard.reset();
     io_thread.join();
@@ -557,15 +652,11 @@ BOOST_AUTO_TEST_CASE(use_future_released_from_another_thread)
 // 4. deferred.
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(deferred_does_nothing_until_invoked)
+BOOST_FIXTURE_TEST_CASE(deferred_does_nothing_until_invoked, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
-
     // A permit is free, but the deferred operation does not take it before it is invoked.
     auto now = sem.async_acquire(asio::deferred);
-    BOOST_TEST(sem.available() == 1u);
-    BOOST_TEST(sem.waiting() == 0u);
+    check_counts(sem, 1, 0);
     poll(io);
     BOOST_TEST(sem.available() == 1u);
     auto [now_out, now_handler] = test::make_record();
@@ -588,24 +679,20 @@ BOOST_AUTO_TEST_CASE(deferred_does_nothing_until_invoked)
     check_completed(*later_out, success);
 
     // Composed with a continuation, and awaited from a coroutine.
-    coro_result coro;
     int value = 0;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            auto op =
-                sem.async_acquire(asio::deferred([](error_code ec) { return asio::deferred.values(ec, 7); }));
-            auto [ec, v] = co_await std::move(op)(asio::as_tuple(asio::use_awaitable));
-            BOOST_TEST(ec == success);
-            value = v;
-        },
-        on_exit(coro));
+    spawned coro(io, [&]() -> asio::awaitable<void> {
+        auto op =
+            sem.async_acquire(asio::deferred([](error_code ec) { return asio::deferred.values(ec, 7); }));
+        auto [ec, v] = co_await std::move(op)(asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == success);
+        value = v;
+    });
     poll(io);
     BOOST_TEST(sem.waiting() == 1u);
     BOOST_TEST(value == 0);
     sem.release(1);
     run_to_completion(io);
-    check_finished(coro);
+    coro.check_finished();
     BOOST_TEST(value == 7);
 
     // Closed between creation and invocation: the state at invocation decides.
@@ -623,46 +710,30 @@ BOOST_AUTO_TEST_CASE(deferred_does_nothing_until_invoked)
 // 5. as_tuple.
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(as_tuple_use_awaitable)
+BOOST_FIXTURE_TEST_CASE(as_tuple_use_awaitable, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
-    coro_result coro;
     std::vector<error_code> results;
 
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            auto [a] = co_await sem.async_acquire(asio::as_tuple(asio::use_awaitable));
-            results.push_back(a);
-            auto [b] = co_await sem.async_acquire(asio::as_tuple(asio::use_awaitable));
-            results.push_back(b);
-            // An error is a value here, not an exception.
-            auto [c] = co_await sem.async_acquire(asio::as_tuple(asio::use_awaitable));
-            results.push_back(c);
-        },
-        on_exit(coro));
+    spawned coro(io, [&]() -> asio::awaitable<void> {
+        // The third completes with an error: a value here, not an exception.
+        for (int i = 0; i < 3; ++i)
+        {
+            auto [ec] = co_await sem.async_acquire(asio::as_tuple(asio::use_awaitable));
+            results.push_back(ec);
+        }
+    });
 
-    poll(io);
-    BOOST_TEST(results.size() == 1u);
-    BOOST_TEST(sem.waiting() == 1u);
+    check_progress(io, sem, results, 1);
     sem.release(1);
-    poll(io);
-    BOOST_TEST(results.size() == 2u);
-    BOOST_TEST(sem.waiting() == 1u);
+    check_progress(io, sem, results, 2);
     sem.close();
     run_to_completion(io);
-    check_finished(coro);
-    BOOST_TEST_REQUIRE(results.size() == 3u);
-    BOOST_TEST(results[0] == success);
-    BOOST_TEST(results[1] == success);
-    BOOST_TEST(results[2] == closed);
+    coro.check_finished();
+    check_results(results, {success, success, closed});
 }
 
-BOOST_AUTO_TEST_CASE(as_tuple_callback)
+BOOST_FIXTURE_TEST_CASE(as_tuple_callback, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
     std::vector<error_code> results;
     auto handler = asio::as_tuple([&](std::tuple<error_code> t) { results.push_back(std::get<0>(t)); });
 
@@ -691,59 +762,37 @@ BOOST_AUTO_TEST_CASE(as_tuple_callback)
 // 6. redirect_error.
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(redirect_error_use_awaitable)
+BOOST_FIXTURE_TEST_CASE(redirect_error_use_awaitable, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
-    coro_result coro;
     std::vector<error_code> results;
 
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
+    spawned coro(io, [&]() -> asio::awaitable<void> {
+        // The third and fourth complete with an error: stored in `ec`, not thrown.
+        for (int i = 0; i < 4; ++i)
+        {
             error_code ec = asio::error::fault; // overwritten by each completion
             co_await sem.async_acquire(asio::redirect_error(asio::use_awaitable, ec));
             results.push_back(ec);
-            ec = asio::error::fault;
-            co_await sem.async_acquire(asio::redirect_error(asio::use_awaitable, ec));
-            results.push_back(ec);
-            co_await sem.async_acquire(asio::redirect_error(asio::use_awaitable, ec)); // no throw
-            results.push_back(ec);
-            co_await sem.async_acquire(asio::redirect_error(asio::use_awaitable, ec));
-            results.push_back(ec);
-        },
-        on_exit(coro));
+        }
+    });
 
-    poll(io);
-    BOOST_TEST(results.size() == 1u);
-    BOOST_TEST(sem.waiting() == 1u);
+    check_progress(io, sem, results, 1);
     sem.release(1);
-    poll(io);
-    BOOST_TEST(results.size() == 2u);
-    BOOST_TEST(sem.waiting() == 1u);
+    check_progress(io, sem, results, 2);
     BOOST_TEST(sem.cancel() == 1u);
-    poll(io);
-    BOOST_TEST(results.size() == 3u);
-    BOOST_TEST(sem.waiting() == 1u);
+    check_progress(io, sem, results, 3);
     sem.close();
     run_to_completion(io);
-    check_finished(coro);
-    BOOST_TEST_REQUIRE(results.size() == 4u);
-    BOOST_TEST(results[0] == success);
-    BOOST_TEST(results[1] == success);
-    BOOST_TEST(results[2] == aborted);
-    BOOST_TEST(results[3] == closed);
+    coro.check_finished();
+    check_results(results, {success, success, aborted, closed});
 }
 
 // ---------------------------------------------------------------------------------------------
 // 7. experimental::use_promise.
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(use_promise)
+BOOST_FIXTURE_TEST_CASE(use_promise, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
-
     // At once: the promise starts the operation eagerly, but completes only through the context.
     {
         auto p = sem.async_acquire(asx::use_promise);
@@ -776,15 +825,13 @@ BOOST_AUTO_TEST_CASE(use_promise)
     {
         sem.release(2);
         auto p = sem.async_acquire(3, asx::use_promise);
-        BOOST_TEST(sem.waiting() == 1u);
-        BOOST_TEST(sem.available() == 0u);
+        check_counts(sem, 0, 1);
         auto [out, handler] = test::make_record();
         p(handler);
         p.cancel();
         run_to_completion(io);
         check_completed(*out, aborted);
-        BOOST_TEST(sem.waiting() == 0u);
-        BOOST_TEST(sem.available() == 2u);
+        check_counts(sem, 2, 0);
     }
 
     // Destroying a pending promise cancels the acquire: no permit is lost to it.
@@ -802,23 +849,18 @@ BOOST_AUTO_TEST_CASE(use_promise)
 
     // Awaited from a coroutine; an error arrives as the error code.
     {
-        coro_result coro;
         std::optional<error_code> result;
-        asio::co_spawn(
-            io,
-            [&]() -> asio::awaitable<void> {
-                auto p = sem.async_acquire(2, asx::use_promise);
-                auto [ec] = co_await p(asio::as_tuple(asio::use_awaitable));
-                result = ec;
-            },
-            on_exit(coro));
+        spawned coro(io, [&]() -> asio::awaitable<void> {
+            auto p = sem.async_acquire(2, asx::use_promise);
+            auto [ec] = co_await p(asio::as_tuple(asio::use_awaitable));
+            result = ec;
+        });
         poll(io);
         BOOST_TEST(sem.waiting() == 1u);
         sem.close();
         run_to_completion(io);
-        check_finished(coro);
-        BOOST_TEST_REQUIRE(result.has_value());
-        BOOST_TEST(*result == closed);
+        coro.check_finished();
+        check_result(result, closed);
         BOOST_TEST(sem.available() == 1u);
     }
 }
@@ -843,8 +885,7 @@ BOOST_AUTO_TEST_CASE(cancellation_slot_aborts_a_waiter_for_each_type)
             asio_sync::semaphore sem(io, 0);
             asio::cancellation_signal signal;
 
-            auto [out, handler] = test::make_record();
-            sem.async_acquire(asio::bind_cancellation_slot(signal.slot(), handler));
+            auto out = record_cancellable_acquire(sem, signal);
             poll(io);
             BOOST_TEST(sem.waiting() == 1u);
             BOOST_TEST(!out->done());
@@ -855,8 +896,7 @@ BOOST_AUTO_TEST_CASE(cancellation_slot_aborts_a_waiter_for_each_type)
             BOOST_TEST_REQUIRE(out->done()); // else the waiter ignored this type and still waits
             run_to_completion(io);
             check_completed(*out, aborted);
-            BOOST_TEST(sem.waiting() == 0u);
-            BOOST_TEST(sem.available() == 0u);
+            check_counts(sem, 0, 0);
 
             // The cancelled waiter is really gone: a released permit stays in the counter.
             sem.release(1);
@@ -870,23 +910,18 @@ BOOST_AUTO_TEST_CASE(cancellation_slot_aborts_a_waiter_for_each_type)
     }
 }
 
-BOOST_AUTO_TEST_CASE(cancellation_after_grant_does_nothing)
+BOOST_FIXTURE_TEST_CASE(cancellation_after_grant_does_nothing, semaphore_with<0>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 0);
-
     // Granted by release(), cancelled before the handler has run: the grant stands.
     asio::cancellation_signal signal;
-    auto [out, handler] = test::make_record();
-    sem.async_acquire(asio::bind_cancellation_slot(signal.slot(), handler));
+    auto out = record_cancellable_acquire(sem, signal);
     poll(io);
     BOOST_TEST(sem.waiting() == 1u);
     sem.release(1);
     signal.emit(asio::cancellation_type::terminal);
     run_to_completion(io);
     check_completed(*out, success);
-    BOOST_TEST(sem.available() == 0u); // the permit is the handler's
-    BOOST_TEST(sem.waiting() == 0u);
+    check_counts(sem, 0, 0);                        // the permit is the handler's
     signal.emit(asio::cancellation_type::terminal); // after completion: nothing at all
     run_to_completion(io);
     BOOST_TEST(out->calls == 1);
@@ -895,13 +930,11 @@ BOOST_AUTO_TEST_CASE(cancellation_after_grant_does_nothing)
 
     // Granted at once, cancelled before the handler has run: the grant stands too.
     asio::cancellation_signal signal2;
-    auto [now, now_handler] = test::make_record();
-    sem.async_acquire(asio::bind_cancellation_slot(signal2.slot(), now_handler));
+    auto now = record_cancellable_acquire(sem, signal2);
     signal2.emit(asio::cancellation_type::all);
     run_to_completion(io);
     check_completed(*now, success);
-    BOOST_TEST(sem.available() == 0u);
-    BOOST_TEST(sem.waiting() == 0u);
+    check_counts(sem, 0, 0);
 }
 
 BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
@@ -911,16 +944,13 @@ BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
         asio::io_context io;
         asio_sync::semaphore sem(io, 2);
         asio::cancellation_signal signal;
-        auto [out, handler] = test::make_record();
-        sem.async_acquire(3, asio::bind_cancellation_slot(signal.slot(), handler));
+        auto out = record_cancellable_acquire(sem, signal, 3);
         poll(io);
-        BOOST_TEST(sem.waiting() == 1u);
-        BOOST_TEST(sem.available() == 0u);
+        check_counts(sem, 0, 1);
         signal.emit(asio::cancellation_type::terminal);
         run_to_completion(io);
         check_completed(*out, aborted);
-        BOOST_TEST(sem.waiting() == 0u);
-        BOOST_TEST(sem.available() == 2u);
+        check_counts(sem, 2, 0);
     }
 
     // A waiter behind it: the two permits go to it.
@@ -928,21 +958,17 @@ BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
         asio::io_context io;
         asio_sync::semaphore sem(io, 2);
         asio::cancellation_signal signal;
-        auto [first, first_handler] = test::make_record();
-        auto [second, second_handler] = test::make_record();
-        sem.async_acquire(3, asio::bind_cancellation_slot(signal.slot(), first_handler));
-        sem.async_acquire(2, second_handler);
+        auto first = record_cancellable_acquire(sem, signal, 3);
+        auto second = record_acquire(sem, 2);
         poll(io);
-        BOOST_TEST(sem.waiting() == 2u);
-        BOOST_TEST(sem.available() == 0u);
+        check_counts(sem, 0, 2);
         signal.emit(asio::cancellation_type::partial);
         poll(io);
         BOOST_TEST_REQUIRE(first->done());
         run_to_completion(io);
         check_completed(*first, aborted);
         check_completed(*second, success);
-        BOOST_TEST(sem.waiting() == 0u);
-        BOOST_TEST(sem.available() == 0u);
+        check_counts(sem, 0, 0);
         sem.release(2);
         BOOST_TEST(sem.available() == 2u);
     }
@@ -952,16 +978,13 @@ BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
         asio::io_context io;
         asio_sync::semaphore sem(io, 2);
         asio::cancellation_signal signal;
-        auto [first, first_handler] = test::make_record();
-        auto [second, second_handler] = test::make_record();
-        sem.async_acquire(3, asio::bind_cancellation_slot(signal.slot(), first_handler));
-        sem.async_acquire(3, second_handler);
+        auto first = record_cancellable_acquire(sem, signal, 3);
+        auto second = record_acquire(sem, 3);
         signal.emit(asio::cancellation_type::total);
         poll(io);
         check_completed(*first, aborted);
         BOOST_TEST(!second->done());
-        BOOST_TEST(sem.waiting() == 1u);
-        BOOST_TEST(sem.available() == 0u);
+        check_counts(sem, 0, 1);
         sem.release(1);
         run_to_completion(io);
         check_completed(*second, success);
@@ -973,12 +996,9 @@ BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
         asio::io_context io;
         asio_sync::semaphore sem(io, 0);
         asio::cancellation_signal signal;
-        auto [a, a_handler] = test::make_record();
-        auto [b, b_handler] = test::make_record();
-        auto [c, c_handler] = test::make_record();
-        sem.async_acquire(a_handler);
-        sem.async_acquire(asio::bind_cancellation_slot(signal.slot(), b_handler));
-        sem.async_acquire(c_handler);
+        auto a = record_acquire(sem);
+        auto b = record_cancellable_acquire(sem, signal);
+        auto c = record_acquire(sem);
         BOOST_TEST(sem.waiting() == 3u);
         signal.emit(asio::cancellation_type::terminal);
         poll(io);
@@ -1007,9 +1027,7 @@ BOOST_AUTO_TEST_CASE(bind_executor_runs_handler_in_strand)
 
     constexpr int chains = 8;  // concurrent acquirers: 4 complete at once, 4 wait
     constexpr int total = 400; // completions in all
-    std::atomic<int> in_strand{0};
-    std::atomic<int> outside_strand{0};
-    std::atomic<int> failed{0};
+    strand_tally tally;
     int started = 0;   // touched only in the strand (or before the threads start)
     int completed = 0; // touched only in the strand: a data race if a handler ran outside it
 
@@ -1017,9 +1035,7 @@ BOOST_AUTO_TEST_CASE(bind_executor_runs_handler_in_strand)
     start_one = [&] {
         ++started;
         sem.async_acquire(asio::bind_executor(strand, [&](error_code ec) {
-            (strand.running_in_this_thread() ? in_strand : outside_strand).fetch_add(1);
-            if (ec)
-                failed.fetch_add(1);
+            tally.count(strand, ec);
             ++completed;
             if (started < total)
                 start_one(); // queued behind the others, or granted at once
@@ -1044,14 +1060,11 @@ BOOST_AUTO_TEST_CASE(bind_executor_runs_handler_in_strand)
         threads.join();
     }
     BOOST_TEST(io.stopped());
-    BOOST_TEST(in_strand.load() == total);
-    BOOST_TEST(outside_strand.load() == 0);
-    BOOST_TEST(failed.load() == 0);
+    tally.check(total);
     BOOST_TEST(completed == total);
     BOOST_TEST(control_calls.load() == 1);
     BOOST_TEST(control_in_strand.load() == 0);
-    BOOST_TEST(sem.available() == 4u);
-    BOOST_TEST(sem.waiting() == 0u);
+    check_counts(sem, 4, 0);
 }
 
 BOOST_AUTO_TEST_CASE(bind_executor_strand_with_release_from_main_thread)
@@ -1063,34 +1076,27 @@ BOOST_AUTO_TEST_CASE(bind_executor_strand_with_release_from_main_thread)
     runner threads(io, 2);
 
     constexpr int count = 64;
-    std::atomic<int> in_strand{0};
-    std::atomic<int> outside_strand{0};
-    std::atomic<int> failed{0};
+    strand_tally tally;
     std::promise<void> all_done;
     std::future<void> all_done_future = all_done.get_future();
     int completed = 0; // touched only in the strand
     for (int i = 0; i < count; ++i)
     {
         sem.async_acquire(asio::bind_executor(strand, [&](error_code ec) {
-            (strand.running_in_this_thread() ? in_strand : outside_strand).fetch_add(1);
-            if (ec)
-                failed.fetch_add(1);
+            tally.count(strand, ec);
             if (++completed == count)
                 all_done.set_value();
         }));
     }
     for (int i = 0; i < count; ++i)
         sem.release(1); // while two threads run the context
-    BOOST_REQUIRE(all_done_future.wait_for(limit) == std::future_status::ready);
+    require_ready(all_done_future);
 
     guard.reset();
     threads.join();
     BOOST_TEST(io.stopped());
-    BOOST_TEST(in_strand.load() == count);
-    BOOST_TEST(outside_strand.load() == 0);
-    BOOST_TEST(failed.load() == 0);
-    BOOST_TEST(sem.available() == 0u);
-    BOOST_TEST(sem.waiting() == 0u);
+    tally.check(count);
+    check_counts(sem, 0, 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1114,7 +1120,7 @@ BOOST_AUTO_TEST_CASE(bind_allocator_allocates_a_waiting_operation_through_it)
         sem.release(1);
         run_to_completion(io);
         check_completed(*later, success);
-        BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+        check_all_deallocated(counts);
 
         // Cancelled while waiting: released all the same.
         const std::size_t before = counts.allocations.load();
@@ -1124,7 +1130,7 @@ BOOST_AUTO_TEST_CASE(bind_allocator_allocates_a_waiting_operation_through_it)
         sem.cancel();
         run_to_completion(io);
         check_completed(*cancelled, aborted);
-        BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+        check_all_deallocated(counts);
 
         // At once: whatever it allocates is released.
         sem.release(1);
@@ -1132,9 +1138,9 @@ BOOST_AUTO_TEST_CASE(bind_allocator_allocates_a_waiting_operation_through_it)
         sem.async_acquire(asio::bind_allocator(alloc, now_handler));
         run_to_completion(io);
         check_completed(*now, success);
-        BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+        check_all_deallocated(counts);
     }
-    BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
+    check_all_deallocated(counts);
 
     // Never completed: the semaphore and then the context are destroyed with the acquire queued.
     test::allocation_counts abandoned_counts;
@@ -1148,69 +1154,36 @@ BOOST_AUTO_TEST_CASE(bind_allocator_allocates_a_waiting_operation_through_it)
     }
     BOOST_TEST(!abandoned->done()); // destroyed with the context, never invoked
     BOOST_TEST(abandoned_counts.allocations.load() > 0u);
-    BOOST_TEST(abandoned_counts.allocations.load() == abandoned_counts.deallocations.load());
+    check_all_deallocated(abandoned_counts);
 }
 
 // ---------------------------------------------------------------------------------------------
 // 11. experimental::awaitable_operators: acquire || timer.
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(awaitable_operators_acquire_wins_over_timer)
+BOOST_FIXTURE_TEST_CASE(awaitable_operators_acquire_wins_over_timer, semaphore_with<0>)
 {
-    using namespace asio::experimental::awaitable_operators;
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 0);
-    coro_result coro;
-    std::optional<std::size_t> winner;
-
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            // Never expires within the test: only the release can decide the race.
-            asio::steady_timer timer(io, std::chrono::hours(24));
-            auto result =
-                co_await (sem.async_acquire(asio::use_awaitable) || timer.async_wait(asio::use_awaitable));
-            winner = result.index();
-        },
-        on_exit(coro));
-
+    // The timer never expires within the test: only the release can decide the race.
+    acquire_or_timeout race(io, sem, 1, std::chrono::hours(24));
     poll(io);
     BOOST_TEST(sem.waiting() == 1u);
-    BOOST_TEST(!winner.has_value());
+    BOOST_TEST(!race.winner.has_value());
     sem.release(1);
     run_to_completion(io); // also proves the timer was cancelled
-    check_finished(coro);
-    BOOST_TEST_REQUIRE(winner.has_value());
-    BOOST_TEST(*winner == 0u);
-    BOOST_TEST(sem.available() == 0u); // the permit is the coroutine's
-    BOOST_TEST(sem.waiting() == 0u);
+    race.check_won_by(0);
+    check_counts(sem, 0, 0); // the permit is the coroutine's
 }
 
 BOOST_AUTO_TEST_CASE(awaitable_operators_timer_wins_and_no_permit_is_lost)
 {
-    using namespace asio::experimental::awaitable_operators;
-
     // Nothing collected: nothing to give back, and no waiter left behind.
     {
         asio::io_context io;
         asio_sync::semaphore sem(io, 0);
-        coro_result coro;
-        std::optional<std::size_t> winner;
-        asio::co_spawn(
-            io,
-            [&]() -> asio::awaitable<void> {
-                asio::steady_timer timer(io, std::chrono::milliseconds(1));
-                auto result = co_await (sem.async_acquire(asio::use_awaitable) ||
-                                        timer.async_wait(asio::use_awaitable));
-                winner = result.index();
-            },
-            on_exit(coro));
+        acquire_or_timeout race(io, sem, 1, std::chrono::milliseconds(1));
         run_to_completion(io);
-        check_finished(coro);
-        BOOST_TEST_REQUIRE(winner.has_value());
-        BOOST_TEST(*winner == 1u);
-        BOOST_TEST(sem.available() == 0u);
-        BOOST_TEST(sem.waiting() == 0u);
+        race.check_won_by(1);
+        check_counts(sem, 0, 0);
         sem.release(1);
         BOOST_TEST(sem.available() == 1u);
     }
@@ -1219,23 +1192,10 @@ BOOST_AUTO_TEST_CASE(awaitable_operators_timer_wins_and_no_permit_is_lost)
     {
         asio::io_context io;
         asio_sync::semaphore sem(io, 2);
-        coro_result coro;
-        std::optional<std::size_t> winner;
-        asio::co_spawn(
-            io,
-            [&]() -> asio::awaitable<void> {
-                asio::steady_timer timer(io, std::chrono::milliseconds(1));
-                auto result = co_await (sem.async_acquire(3, asio::use_awaitable) ||
-                                        timer.async_wait(asio::use_awaitable));
-                winner = result.index();
-            },
-            on_exit(coro));
+        acquire_or_timeout race(io, sem, 3, std::chrono::milliseconds(1));
         run_to_completion(io);
-        check_finished(coro);
-        BOOST_TEST_REQUIRE(winner.has_value());
-        BOOST_TEST(*winner == 1u);
-        BOOST_TEST(sem.available() == 2u);
-        BOOST_TEST(sem.waiting() == 0u);
+        race.check_won_by(1);
+        check_counts(sem, 2, 0);
         BOOST_TEST(sem.try_acquire(2));
     }
 }
@@ -1244,64 +1204,35 @@ BOOST_AUTO_TEST_CASE(awaitable_operators_timer_wins_and_no_permit_is_lost)
 // 12. experimental::make_parallel_group.
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(parallel_group_wait_for_all)
+BOOST_FIXTURE_TEST_CASE(parallel_group_wait_for_all, semaphore_with<1>)
 {
-    asio::io_context io;
-    asio_sync::semaphore sem(io, 1);
-
-    int calls = 0;
-    std::array<std::size_t, 2> order{};
-    error_code ec0 = asio::error::fault;
-    error_code ec1 = asio::error::fault;
+    group_outcome group;
     asx::make_parallel_group(sem.async_acquire(asio::deferred), sem.async_acquire(asio::deferred))
-        .async_wait(asx::wait_for_all(), [&](std::array<std::size_t, 2> o, error_code e0, error_code e1) {
-            ++calls;
-            order = o;
-            ec0 = e0;
-            ec1 = e1;
-        });
+        .async_wait(asx::wait_for_all(), group.handler());
 
     // The first acquire took the free permit; the second waits.
     poll(io);
-    BOOST_TEST(calls == 0);
-    BOOST_TEST(sem.waiting() == 1u);
-    BOOST_TEST(sem.available() == 0u);
+    BOOST_TEST(group.calls == 0);
+    check_counts(sem, 0, 1);
     sem.release(1);
     run_to_completion(io);
-    BOOST_TEST(calls == 1);
-    BOOST_TEST(ec0 == success);
-    BOOST_TEST(ec1 == success);
-    BOOST_TEST(order[0] == 0u);
-    BOOST_TEST(order[1] == 1u);
-    BOOST_TEST(sem.available() == 0u);
-    BOOST_TEST(sem.waiting() == 0u);
+    group.check(0, success, success);
+    BOOST_TEST(group.order[1] == 1u);
+    check_counts(sem, 0, 0);
 }
 
 BOOST_AUTO_TEST_CASE(parallel_group_wait_for_one_cancels_the_other)
 {
-
     // Same semaphore: the first wins at once, the queued second is cancelled.
     {
         asio::io_context io;
         asio_sync::semaphore sem(io, 1);
-        int calls = 0;
-        std::array<std::size_t, 2> order{};
-        error_code ec0 = asio::error::fault;
-        error_code ec1 = asio::error::fault;
+        group_outcome group;
         asx::make_parallel_group(sem.async_acquire(asio::deferred), sem.async_acquire(asio::deferred))
-            .async_wait(asx::wait_for_one(), [&](std::array<std::size_t, 2> o, error_code e0, error_code e1) {
-                ++calls;
-                order = o;
-                ec0 = e0;
-                ec1 = e1;
-            });
+            .async_wait(asx::wait_for_one(), group.handler());
         run_to_completion(io);
-        BOOST_TEST(calls == 1);
-        BOOST_TEST(order[0] == 0u);
-        BOOST_TEST(ec0 == success);
-        BOOST_TEST(ec1 == aborted);
-        BOOST_TEST(sem.available() == 0u); // held by the winner
-        BOOST_TEST(sem.waiting() == 0u);
+        group.check(0, success, aborted);
+        check_counts(sem, 0, 0); // held by the winner
         sem.release(1);
         BOOST_TEST(sem.available() == 1u);
     }
@@ -1311,33 +1242,19 @@ BOOST_AUTO_TEST_CASE(parallel_group_wait_for_one_cancels_the_other)
         asio::io_context io;
         asio_sync::semaphore a(io, 2);
         asio_sync::semaphore b(io, 0);
-        int calls = 0;
-        std::array<std::size_t, 2> order{};
-        error_code ec0 = asio::error::fault;
-        error_code ec1 = asio::error::fault;
+        group_outcome group;
         asx::make_parallel_group(a.async_acquire(3, asio::deferred), b.async_acquire(asio::deferred))
-            .async_wait(asx::wait_for_one(), [&](std::array<std::size_t, 2> o, error_code e0, error_code e1) {
-                ++calls;
-                order = o;
-                ec0 = e0;
-                ec1 = e1;
-            });
+            .async_wait(asx::wait_for_one(), group.handler());
         poll(io);
-        BOOST_TEST(calls == 0);
-        BOOST_TEST(a.waiting() == 1u);
-        BOOST_TEST(a.available() == 0u);
+        BOOST_TEST(group.calls == 0);
+        check_counts(a, 0, 1);
         BOOST_TEST(b.waiting() == 1u);
         b.release(1);
         run_to_completion(io);
-        BOOST_TEST(calls == 1);
-        BOOST_TEST(order[0] == 1u);
-        BOOST_TEST(order[1] == 0u);
-        BOOST_TEST(ec1 == success);
-        BOOST_TEST(ec0 == aborted);
-        BOOST_TEST(a.available() == 2u);
-        BOOST_TEST(a.waiting() == 0u);
-        BOOST_TEST(b.available() == 0u);
-        BOOST_TEST(b.waiting() == 0u);
+        group.check(1, aborted, success);
+        BOOST_TEST(group.order[1] == 0u);
+        check_counts(a, 2, 0);
+        check_counts(b, 0, 0);
     }
 }
 
