@@ -40,8 +40,7 @@ struct order_log
 
     auto handler(int id)
     {
-        return [this, id](error_code ec)
-        {
+        return [this, id](error_code ec) {
             order.push_back(id);
             codes.push_back(ec);
         };
@@ -74,15 +73,18 @@ BOOST_FIXTURE_TEST_CASE(construction_and_observers, fixture)
     BOOST_TEST(!sem.is_closed());
     BOOST_TEST((sem.get_executor() == asio::any_io_executor(ctx.get_executor())));
 
-    static_assert(asio_sync::semaphore::max_permits >= std::uint64_t(std::numeric_limits<std::uint32_t>::max()));
-    BOOST_CHECK_THROW(asio_sync::semaphore(ctx, asio_sync::semaphore::max_permits + 1), std::invalid_argument);
+    static_assert(asio_sync::semaphore::max_permits >=
+                  std::uint64_t(std::numeric_limits<std::uint32_t>::max()));
+    BOOST_CHECK_THROW(asio_sync::semaphore(ctx, asio_sync::semaphore::max_permits + 1),
+                      std::invalid_argument);
     asio_sync::semaphore full(ctx.get_executor(), asio_sync::semaphore::max_permits);
     BOOST_TEST(full.available() == asio_sync::semaphore::max_permits);
 
     static_assert(!std::is_copy_constructible_v<asio_sync::semaphore>);
     static_assert(!std::is_move_constructible_v<asio_sync::semaphore>);
-    static_assert(std::is_same_v<asio_sync::semaphore::rebind_executor<asio::io_context::executor_type>::other,
-                                 asio_sync::basic_semaphore<asio::io_context::executor_type>>);
+    static_assert(
+        std::is_same_v<asio_sync::semaphore::rebind_executor<asio::io_context::executor_type>::other,
+                       asio_sync::basic_semaphore<asio::io_context::executor_type>>);
 }
 
 BOOST_FIXTURE_TEST_CASE(try_acquire_counts_and_fails_without_changing_state, fixture)
@@ -496,8 +498,7 @@ BOOST_FIXTURE_TEST_CASE(handlers_may_release_and_acquire_again, fixture)
 {
     asio_sync::semaphore sem(ctx, 1);
     int rounds = 0;
-    std::function<void(error_code)> step = [&](error_code ec)
-    {
+    std::function<void(error_code)> step = [&](error_code ec) {
         BOOST_REQUIRE(!ec);
         ++rounds;
         sem.release();
@@ -519,12 +520,10 @@ BOOST_FIXTURE_TEST_CASE(regression_long_release_chain_does_not_recurse, fixture)
     constexpr int count = 100000;
     int completed = 0;
     for (int i = 0; i < count; ++i)
-        sem.async_acquire(
-            [&](error_code ec)
-            {
-                completed += !ec;
-                sem.release();
-            });
+        sem.async_acquire([&](error_code ec) {
+            completed += !ec;
+            sem.release();
+        });
     BOOST_TEST(sem.waiting() == std::size_t(count));
     sem.release();
     ctx.run();

@@ -46,10 +46,22 @@ void* operator new(std::size_t size, std::align_val_t align)
     throw std::bad_alloc();
 }
 
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept
+{
+    std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept
+{
+    std::free(p);
+}
 #endif
 
 namespace asio = boost::asio;
@@ -152,7 +164,8 @@ BOOST_AUTO_TEST_CASE(an_immediate_acquire_allocates_no_operation)
     asio_sync::basic_semaphore<asio::io_context::executor_type> sem(ctx.get_executor(), 1);
     allocation_counts counts;
     int completed = 0;
-    sem.async_acquire(asio::bind_allocator(counting_allocator<void>(counts), [&](error_code) { ++completed; }));
+    sem.async_acquire(
+        asio::bind_allocator(counting_allocator<void>(counts), [&](error_code) { ++completed; }));
     // Only the completion's submission, never a queued operation.
     BOOST_TEST(counts.allocations.load() == 1u);
     ctx.run();

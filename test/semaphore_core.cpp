@@ -151,8 +151,8 @@ public:
         }
         if (core_.available() + held_ + collected != capacity_)
             fail("permits not conserved: available " + std::to_string(core_.available()) + " + held " +
-                 std::to_string(held_) + " + collected " + std::to_string(collected) + " != " +
-                 std::to_string(capacity_));
+                 std::to_string(held_) + " + collected " + std::to_string(collected) +
+                 " != " + std::to_string(capacity_));
         if (core_.waiting() != pending)
             fail("waiting() disagrees with the queued waiters");
         if (pending > 0 && core_.available() > 0)
@@ -247,13 +247,13 @@ template <class Core>
 std::unique_ptr<scripted<Core>> acquire_vs_release_on_empty()
 {
     using h = harness<Core>;
-    return std::make_unique<scripted<Core>>(
-        0, 1, std::vector<typename scripted<Core>::thread_body>{[](h& s) { s.acquire(s.w(0), 1); }, [](h& s) { s.give(1); }},
-        [](h& s)
-        {
-            if (!s.w(0).granted())
-                s.fail("the acquire was not granted the released permit");
-        });
+    return std::make_unique<scripted<Core>>(0, 1,
+                                            std::vector<typename scripted<Core>::thread_body>{
+                                                [](h& s) { s.acquire(s.w(0), 1); }, [](h& s) { s.give(1); }},
+                                            [](h& s) {
+                                                if (!s.w(0).granted())
+                                                    s.fail("the acquire was not granted the released permit");
+                                            });
 }
 
 template <class Core>
@@ -264,8 +264,7 @@ std::unique_ptr<scripted<Core>> two_acquirers_one_releaser()
         0, 2,
         std::vector<typename scripted<Core>::thread_body>{
             [](h& s) { s.acquire(s.w(0), 1); }, [](h& s) { s.acquire(s.w(1), 1); }, [](h& s) { s.give(1); }},
-        [](h& s)
-        {
+        [](h& s) {
             if (s.w(0).granted() + s.w(1).granted() != 1)
                 s.fail("exactly one acquirer should hold the permit");
         });
@@ -278,8 +277,7 @@ std::unique_ptr<scripted<Core>> batch_vs_singles()
     return std::make_unique<scripted<Core>>(
         0, 3,
         std::vector<typename scripted<Core>::thread_body>{[](h& s) { s.acquire(s.w(0), 2); },
-                                                          [](h& s)
-                                                          {
+                                                          [](h& s) {
                                                               s.acquire(s.w(1), 1);
                                                               s.acquire(s.w(2), 1);
                                                           },
@@ -292,14 +290,12 @@ std::unique_ptr<scripted<Core>> cancel_vs_grant()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         0, 1,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s)
-                                                          {
+        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
                                                               s.acquire(s.w(0), 1);
                                                               s.cancel(s.w(0));
                                                           },
                                                           [](h& s) { s.give(1); }},
-        [](h& s)
-        {
+        [](h& s) {
             const bool granted = s.w(0).granted();
             if (granted ? s.core().available() != 0 : s.core().available() != 1)
                 s.fail("cancel racing a grant: the permit is neither held nor back in the counter");
@@ -312,15 +308,13 @@ std::unique_ptr<scripted<Core>> cancel_partial_head_vs_release()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         1, 2,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s)
-                                                          {
+        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
                                                               s.acquire(s.w(0), 3);
                                                               s.cancel(s.w(0));
                                                           },
                                                           [](h& s) { s.acquire(s.w(1), 1); },
                                                           [](h& s) { s.give(1); }},
-        [](h& s)
-        {
+        [](h& s) {
             // 2 permits exist; the head wanted 3 and was cancelled, so it cannot have been granted.
             if (s.w(0).result != waiter_outcome::aborted)
                 s.fail("the cancelled head should have been aborted");
@@ -335,14 +329,12 @@ std::unique_ptr<scripted<Core>> close_vs_acquire_vs_release()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         1, 2,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s)
-                                                          {
+        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
                                                               s.acquire(s.w(0), 2);
                                                               s.acquire(s.w(1), 1);
                                                           },
                                                           [](h& s) { s.close(); }, [](h& s) { s.give(1); }},
-        [](h& s)
-        {
+        [](h& s) {
             for (std::size_t i = 0; i < 2; ++i)
                 if (s.w(i).pending)
                     s.fail("a waiter is still queued after close()");
@@ -358,19 +350,16 @@ std::unique_ptr<scripted<Core>> try_acquire_vs_queued_waiter()
     return std::make_unique<scripted<Core>>(
         0, 1,
         std::vector<typename scripted<Core>::thread_body>{[](h& s) { s.acquire(s.w(0), 1); },
-                                                          [](h& s)
-                                                          {
+                                                          [](h& s) {
                                                               s.give(1);
                                                               if (s.try_acquire(1))
                                                                   s.release(1);
                                                           },
-                                                          [](h& s)
-                                                          {
+                                                          [](h& s) {
                                                               if (s.try_acquire(1))
                                                                   s.release(1);
                                                           }},
-        [](h& s)
-        {
+        [](h& s) {
             if (!s.w(0).granted())
                 s.fail("the acquire should end up with the permit");
         });
@@ -382,10 +371,9 @@ std::unique_ptr<scripted<Core>> two_releases_fill_a_batch()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         0, 1,
-        std::vector<typename scripted<Core>::thread_body>{
-            [](h& s) { s.acquire(s.w(0), 2); }, [](h& s) { s.give(1); }, [](h& s) { s.give(1); }},
-        [](h& s)
-        {
+        std::vector<typename scripted<Core>::thread_body>{[](h& s) { s.acquire(s.w(0), 2); },
+                                                          [](h& s) { s.give(1); }, [](h& s) { s.give(1); }},
+        [](h& s) {
             if (!s.w(0).granted())
                 s.fail("two releases of 1 should complete an acquire of 2");
         });
@@ -399,8 +387,7 @@ std::unique_ptr<scripted<Core>> cancel_all_vs_enqueue_vs_release()
         1, 2,
         std::vector<typename scripted<Core>::thread_body>{[](h& s) { s.acquire(s.w(0), 2); },
                                                           [](h& s) { s.cancel_all(); },
-                                                          [](h& s)
-                                                          {
+                                                          [](h& s) {
                                                               s.give(1);
                                                               s.acquire(s.w(1), 1);
                                                           }});
@@ -415,15 +402,13 @@ std::unique_ptr<scripted<Core>> downgrade_vs_queued_writer()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         0, 2,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s)
-                                                          {
+        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
                                                               s.release(2); // downgrade
                                                               s.release(1); // unlock_shared
                                                           },
                                                           [](h& s) { s.acquire(s.w(0), 3); },
                                                           [](h& s) { s.acquire(s.w(1), 1); }},
-        [](h& s)
-        {
+        [](h& s) {
             // Whoever queued first holds the lock; the other waits behind or beside it.
             const bool writer = s.w(0).granted();
             const bool reader = s.w(1).granted();
@@ -440,27 +425,23 @@ std::unique_ptr<scripted<Core>> random_mix()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         2, 6,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s)
-                                                          {
+        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
                                                               s.acquire(s.w(0), 2);
                                                               s.acquire(s.w(1), 1);
                                                               s.cancel(s.w(1));
                                                           },
-                                                          [](h& s)
-                                                          {
+                                                          [](h& s) {
                                                               s.acquire(s.w(2), 3);
                                                               if (s.try_acquire(1))
                                                                   s.release(1);
                                                               s.cancel(s.w(2));
                                                           },
-                                                          [](h& s)
-                                                          {
+                                                          [](h& s) {
                                                               s.give(2);
                                                               s.acquire(s.w(3), 1);
                                                               s.give(1);
                                                           },
-                                                          [](h& s)
-                                                          {
+                                                          [](h& s) {
                                                               s.acquire(s.w(4), 1);
                                                               s.cancel_all();
                                                               s.acquire(s.w(5), 2);
@@ -691,8 +672,8 @@ BOOST_AUTO_TEST_CASE(checker_catches_barging_past_a_queued_waiter)
 // that does not exercise it, so each failure above is the bug's and not the harness's.
 BOOST_AUTO_TEST_CASE(broken_variants_pass_where_their_bug_is_not_exercised)
 {
-    report("leak_on_cancel, no cancel",
-           run<broken_core<bug::leak_on_cancel>>(&::two_releases_fill_a_batch<broken_core<bug::leak_on_cancel>>));
+    report("leak_on_cancel, no cancel", run<broken_core<bug::leak_on_cancel>>(
+                                            &::two_releases_fill_a_batch<broken_core<bug::leak_on_cancel>>));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

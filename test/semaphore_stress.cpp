@@ -78,8 +78,8 @@ bool wait_until(const std::atomic<bool>& finished, std::chrono::seconds deadline
     return true;
 }
 
-asio::awaitable<void> hold_and_release(asio_sync::semaphore& sem, holders& held, std::size_t permits, int rounds,
-                                       std::atomic<long>& grants, unsigned seed)
+asio::awaitable<void> hold_and_release(asio_sync::semaphore& sem, holders& held, std::size_t permits,
+                                       int rounds, std::atomic<long>& grants, unsigned seed)
 {
     std::minstd_rand rng(seed);
     for (int i = 0; i < rounds; ++i)
@@ -121,13 +121,11 @@ BOOST_AUTO_TEST_CASE(coroutines_never_exceed_the_permits)
             std::atomic<unsigned> running{threads};
             std::vector<std::thread> pool;
             for (unsigned t = 0; t < threads; ++t)
-                pool.emplace_back(
-                    [&]
-                    {
-                        ctx.run();
-                        if (--running == 0)
-                            finished = true;
-                    });
+                pool.emplace_back([&] {
+                    ctx.run();
+                    if (--running == 0)
+                        finished = true;
+                });
             const bool in_time = wait_until(finished, 120s);
             ctx.stop();
             for (auto& thread : pool)
@@ -163,7 +161,8 @@ struct mix_stats
 
 // One worker: a coroutine on its own strand doing a random mix of operations until the
 // semaphore is closed. Per-operation cancellation is emitted from the worker's strand by a timer.
-asio::awaitable<void> mix_worker(asio_sync::semaphore& sem, std::size_t permits, mix_stats& stats, unsigned seed)
+asio::awaitable<void> mix_worker(asio_sync::semaphore& sem, std::size_t permits, mix_stats& stats,
+                                 unsigned seed)
 {
     std::minstd_rand rng(seed);
     auto ex = co_await asio::this_coro::executor;
@@ -194,12 +193,10 @@ asio::awaitable<void> mix_worker(asio_sync::semaphore& sem, std::size_t permits,
         if (cancel_this)
         {
             timer.expires_after(std::chrono::microseconds(rng() % 200));
-            timer.async_wait(
-                [signal](error_code ec)
-                {
-                    if (!ec)
-                        signal->emit(asio::cancellation_type::terminal);
-                });
+            timer.async_wait([signal](error_code ec) {
+                if (!ec)
+                    signal->emit(asio::cancellation_type::terminal);
+            });
         }
         stats.started.fetch_add(1);
         auto [ec] = co_await sem.async_acquire(
@@ -245,8 +242,7 @@ BOOST_AUTO_TEST_CASE(random_mix_on_a_thread_pool)
         std::atomic<int> finished_workers{0};
         for (int w = 0; w < workers; ++w)
             asio::co_spawn(asio::make_strand(pool), mix_worker(sem, permits, stats, unsigned(w) * 7919u),
-                           [&](std::exception_ptr e)
-                           {
+                           [&](std::exception_ptr e) {
                                if (e)
                                    stats.unexpected.fetch_add(1);
                                finished_workers.fetch_add(1);
@@ -255,13 +251,11 @@ BOOST_AUTO_TEST_CASE(random_mix_on_a_thread_pool)
         sem.close();
 
         std::atomic<bool> all_done{false};
-        std::thread watcher(
-            [&]
-            {
-                while (finished_workers.load() < workers)
-                    std::this_thread::sleep_for(1ms);
-                all_done = true;
-            });
+        std::thread watcher([&] {
+            while (finished_workers.load() < workers)
+                std::this_thread::sleep_for(1ms);
+            all_done = true;
+        });
         const bool in_time = wait_until(all_done, 60s);
         if (!in_time)
             pool.stop();
@@ -302,19 +296,17 @@ BOOST_AUTO_TEST_CASE(release_racing_an_acquirers_enqueue_never_loses_the_wake_up
         asio_sync::semaphore sem(ctx, 0);
         std::atomic<long> go{0};
         std::atomic<long> released{0};
-        std::thread releaser(
-            [&]
+        std::thread releaser([&] {
+            for (long i = 1; i <= iterations; ++i)
             {
-                for (long i = 1; i <= iterations; ++i)
+                while (go.load(std::memory_order_acquire) < i)
                 {
-                    while (go.load(std::memory_order_acquire) < i)
-                    {
-                    }
-                    for (std::size_t k = 0; k < batch; ++k)
-                        sem.release(1);
-                    released.store(i, std::memory_order_release);
                 }
-            });
+                for (std::size_t k = 0; k < batch; ++k)
+                    sem.release(1);
+                released.store(i, std::memory_order_release);
+            }
+        });
         long granted = 0;
         long lost = 0;
         for (long i = 1; i <= iterations; ++i)

@@ -44,9 +44,9 @@ public:
     explicit basic_mutex(const executor_type& ex) : semaphore_(ex, 1) {}
 
     /// Constructs an unlocked mutex that uses the context's executor.
-    template <class ExecutionContext,
-              std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>,
-                               int> = 0>
+    template <
+        class ExecutionContext,
+        std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
     explicit basic_mutex(ExecutionContext& ctx) : semaphore_(ctx, 1)
     {
     }

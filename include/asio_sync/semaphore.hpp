@@ -80,9 +80,9 @@ public:
     /// Constructs a semaphore that uses the context's executor and holds `initial_permits`.
     ///
     /// @throws std::invalid_argument if `initial_permits > max_permits`.
-    template <class ExecutionContext,
-              std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>,
-                               int> = 0>
+    template <
+        class ExecutionContext,
+        std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
     basic_semaphore(ExecutionContext& ctx, std::size_t initial_permits)
         : basic_semaphore(executor_type(ctx.get_executor()), initial_permits)
     {
@@ -138,8 +138,7 @@ public:
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_acquire(std::size_t n,
-                       AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_acquire(std::size_t n, AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant(),
                                                                  std::forward<AcquireToken>(token));
@@ -209,7 +208,8 @@ private:
     template <class Signature, class Grant, class Token>
     auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token)
     {
-        return boost::asio::async_initiate<Token, Signature>(initiate_async_acquire<Grant>(this, grant), token, n);
+        return boost::asio::async_initiate<Token, Signature>(initiate_async_acquire<Grant>(this, grant),
+                                                             token, n);
     }
 
     template <class Handler, class Grant>

@@ -59,9 +59,9 @@ public:
     /// Constructs an unlocked mutex that uses the context's executor.
     ///
     /// @throws std::invalid_argument if `max_readers` is 0 or above the semaphore's `max_permits`.
-    template <class ExecutionContext,
-              std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>,
-                               int> = 0>
+    template <
+        class ExecutionContext,
+        std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
     explicit basic_shared_mutex(ExecutionContext& ctx, std::size_t max_readers = default_max_readers)
         : basic_shared_mutex(executor_type(ctx.get_executor()), max_readers)
     {
@@ -113,7 +113,8 @@ public:
     /// `void(boost::system::error_code, std::unique_lock<basic_shared_mutex>)`. On success it owns
     /// the lock (adopted) and unlocks it when destroyed, also if the handler is destroyed without
     /// being invoked; on error it owns nothing. The rest: as `async_lock`.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_shared_mutex>))
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
+                                                   std::unique_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
@@ -131,7 +132,8 @@ public:
     /// Precondition: the caller holds the exclusive lock (asserted in debug builds).
     void unlock()
     {
-        BOOST_ASSERT_MSG(semaphore_.available() == 0, "asio_sync::basic_shared_mutex::unlock without the lock");
+        BOOST_ASSERT_MSG(semaphore_.available() == 0,
+                         "asio_sync::basic_shared_mutex::unlock without the lock");
         semaphore_.release(max_readers_);
     }
 
@@ -156,7 +158,8 @@ public:
     /// `void(boost::system::error_code, std::shared_lock<basic_shared_mutex>)`. On success it
     /// owns a share of the lock (adopted) and releases it when destroyed, also if the handler is
     /// destroyed without being invoked; on error it owns nothing. The rest: as `async_lock_shared`.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::shared_lock<basic_shared_mutex>))
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
+                                                   std::shared_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
@@ -186,7 +189,8 @@ public:
     /// Precondition: the caller holds the exclusive lock (asserted in debug builds).
     void downgrade()
     {
-        BOOST_ASSERT_MSG(semaphore_.available() == 0, "asio_sync::basic_shared_mutex::downgrade without the lock");
+        BOOST_ASSERT_MSG(semaphore_.available() == 0,
+                         "asio_sync::basic_shared_mutex::downgrade without the lock");
         semaphore_.release(max_readers_ - 1);
     }
 
@@ -200,7 +204,8 @@ private:
     static std::size_t checked(std::size_t max_readers)
     {
         if (max_readers == 0 || max_readers > basic_semaphore<Executor>::max_permits)
-            throw std::invalid_argument("asio_sync::basic_shared_mutex: max_readers must be in [1, max_permits]");
+            throw std::invalid_argument(
+                "asio_sync::basic_shared_mutex: max_readers must be in [1, max_permits]");
         return max_readers;
     }
 

@@ -91,7 +91,8 @@ public:
     static constexpr std::size_t none = static_cast<std::size_t>(-1);
 
     // `decide(options)` picks the index of the next thread among `options` runnable ones.
-    scheduler(scenario& sc, std::function<std::size_t(std::size_t)> decide) : scenario_(sc), decide_(std::move(decide))
+    scheduler(scenario& sc, std::function<std::size_t(std::size_t)> decide)
+        : scenario_(sc), decide_(std::move(decide))
     {
     }
 
@@ -336,8 +337,8 @@ struct exploration
 {
     std::size_t schedules = 0;
     std::size_t max_steps = 0;
-    bool complete = false;       // every interleaving was explored
-    std::string failure;         // the first invariant violation, with its schedule
+    bool complete = false; // every interleaving was explored
+    std::string failure;   // the first invariant violation, with its schedule
 };
 
 inline std::string describe(const std::vector<std::size_t>& choices)
@@ -362,16 +363,14 @@ exploration explore(MakeScenario make, std::size_t limit = 5'000'000)
     {
         std::size_t depth = 0;
         auto sc = make();
-        scheduler s(*sc,
-                    [&](std::size_t count)
-                    {
-                        if (depth == taken.size())
-                        {
-                            taken.push_back(0);
-                            options.push_back(count);
-                        }
-                        return taken[depth++];
-                    });
+        scheduler s(*sc, [&](std::size_t count) {
+            if (depth == taken.size())
+            {
+                taken.push_back(0);
+                options.push_back(count);
+            }
+            return taken[depth++];
+        });
         s.run();
         ++result.schedules;
         result.max_steps = std::max(result.max_steps, s.steps());
@@ -408,12 +407,10 @@ exploration explore_random(MakeScenario make, std::size_t runs, unsigned seed)
     {
         std::vector<std::size_t> taken;
         auto sc = make();
-        scheduler s(*sc,
-                    [&](std::size_t count)
-                    {
-                        taken.push_back(std::uniform_int_distribution<std::size_t>(0, count - 1)(rng));
-                        return taken.back();
-                    });
+        scheduler s(*sc, [&](std::size_t count) {
+            taken.push_back(std::uniform_int_distribution<std::size_t>(0, count - 1)(rng));
+            return taken.back();
+        });
         s.run();
         ++result.schedules;
         result.max_steps = std::max(result.max_steps, s.steps());

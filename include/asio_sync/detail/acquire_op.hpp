@@ -37,7 +37,8 @@ inline boost::system::error_code to_error_code(waiter_outcome outcome) noexcept
 }
 
 template <class Handler>
-using handler_allocator_t = boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>;
+using handler_allocator_t =
+    boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>;
 
 template <class Handler>
 handler_allocator_t<Handler> get_handler_allocator(const Handler& handler) noexcept
@@ -152,7 +153,8 @@ private:
 
 // Completes `handler` without an operation object: for acquires decided at initiation.
 template <class Handler, class IoExecutor, class Grant>
-void post_completion(Handler handler, const IoExecutor& io_ex, const Grant& grant, boost::system::error_code ec)
+void post_completion(Handler handler, const IoExecutor& io_ex, const Grant& grant,
+                     boost::system::error_code ec)
 {
     const auto alloc = get_handler_allocator(handler);
     const auto ex = boost::asio::get_associated_executor(handler, io_ex);
@@ -184,11 +186,8 @@ public:
     using slot_type = boost::asio::associated_cancellation_slot_t<Handler>;
 
     acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
-        : acquire_op_base(&do_func),
-          handler_(std::move(handler)),
-          work_(handler_, io_ex),
-          slot_(boost::asio::get_associated_cancellation_slot(handler_)),
-          grant_(grant)
+        : acquire_op_base(&do_func), handler_(std::move(handler)), work_(handler_, io_ex),
+          slot_(boost::asio::get_associated_cancellation_slot(handler_)), grant_(grant)
     {
     }
 
@@ -228,8 +227,9 @@ private:
         op->~acquire_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
         if (ec)
-            work.complete(completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(*ec), std::move(slot)),
-                          handler_alloc);
+            work.complete(
+                completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(*ec), std::move(slot)),
+                handler_alloc);
     }
 
     Handler handler_;
