@@ -1,0 +1,412 @@
+// Contended lock costs, against the blocking locks of the standard library doing the same work.
+//
+// mutex: `tasks` coroutines on an io_context run by `threads` threads each do `rounds`
+// lock/increment/unlock on a plain counter; the reference is `tasks` std::threads doing the same
+// with std::mutex. rwlock: `readers` coroutines each do `rounds` shared lock/read/unlock and
+// `writers` coroutines each do `rounds` exclusive lock/write/unlock on an io_context run by
+// `threads` threads; the reference is readers + writers std::threads with std::shared_mutex.
+// The coroutines are multiplexed on fewer threads than there are tasks, while every std::thread is
+// its own task: that is the trade each side offers, and what a user would choose between.
+//
+// The time column is wall-clock time per lock+unlock of either kind (KeepRunningBatch counts each
+// one; real time because the work runs on other threads while the benchmark thread sleeps). After
+// each batch the counters prove that every operation ran, under the lock, and the lock is free.
+
+#include <asio_sync/mutex.hpp>
+#include <asio_sync/shared_mutex.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// Operations per task per batch, as in contended.cpp (and the Tokio side in tokio/): enough that
+// starting the tasks and waking the benchmark thread are noise, few enough that a batch takes
+// milliseconds.
+constexpr std::size_t rounds = 10000;
+
+// Runs the io_context on `count` threads until destroyed, so that starting threads stays out of
+// the timed region; the work guard keeps them waiting between batches.
+class context_threads
+{
+public:
+    context_threads(boost::asio::io_context& ctx, std::size_t count) : work_(ctx.get_executor())
+    {
+        for (std::size_t i = 0; i < count; ++i)
+            threads_.emplace_back([&ctx] { ctx.run(); });
+    }
+
+    context_threads(const context_threads&) = delete;
+    context_threads& operator=(const context_threads&) = delete;
+
+    ~context_threads()
+    {
+        work_.reset();
+        for (std::thread& t : threads_)
+            t.join();
+    }
+
+private:
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+    std::vector<std::thread> threads_;
+};
+
+// Counts finished tasks and wakes the benchmark thread after the last. Notifying under the lock
+// keeps the gate valid until the notifier is done with it, so it can be reused by the next batch.
+class finish_gate
+{
+public:
+    void reset(std::size_t expected)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        remaining_ = expected;
+    }
+
+    void arrive()
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (--remaining_ == 0)
+            done_.notify_one();
+    }
+
+    void wait()
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        done_.wait(lock, [this] { return remaining_ == 0; });
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable done_;
+    std::size_t remaining_ = 0;
+};
+
+// The std::thread counterpart of context_threads: `count` threads that live across batches and
+// run `job(index)` once per batch, so that both sides keep thread creation out of the timed region.
+class thread_team
+{
+public:
+    thread_team(std::size_t count, std::function<void(std::size_t)> job) : job_(std::move(job))
+    {
+        for (std::size_t i = 0; i < count; ++i)
+            threads_.emplace_back([this, i] { work(i); });
+    }
+
+    thread_team(const thread_team&) = delete;
+    thread_team& operator=(const thread_team&) = delete;
+
+    ~thread_team()
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        start_.notify_all();
+        for (std::thread& t : threads_)
+            t.join();
+    }
+
+    // Starts one batch on every thread and returns once all of them have finished it.
+    void run_batch()
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        running_ = threads_.size();
+        ++generation_;
+        start_.notify_all();
+        done_.wait(lock, [this] { return running_ == 0; });
+    }
+
+private:
+    void work(std::size_t index)
+    {
+        std::uint64_t seen = 0;
+        for (;;)
+        {
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+                if (stopping_)
+                    return;
+                seen = generation_;
+            }
+            job_(index);
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (--running_ == 0)
+                done_.notify_one();
+        }
+    }
+
+    std::function<void(std::size_t)> job_;
+    std::mutex mutex_;
+    std::condition_variable start_;
+    std::condition_variable done_;
+    std::uint64_t generation_ = 0;
+    std::size_t running_ = 0;
+    bool stopping_ = false;
+    std::vector<std::thread> threads_;
+};
+
+// Spawns `count` coroutines made by `make(index)` from inside the context (so that with one
+// thread they all start in order before the first one runs) and waits until all have finished.
+// Returns the number that ended with an exception.
+template <class MakeTask>
+std::size_t run_coroutines(boost::asio::io_context& ctx, std::size_t count, MakeTask make)
+{
+    finish_gate gate;
+    std::atomic<std::size_t> failures{0};
+    gate.reset(count);
+    boost::asio::post(ctx, [&] {
+        for (std::size_t i = 0; i < count; ++i)
+        {
+            boost::asio::co_spawn(ctx, make(i), [&](std::exception_ptr e) {
+                if (e)
+                    failures.fetch_add(1, std::memory_order_relaxed);
+                gate.arrive();
+            });
+        }
+    });
+    gate.wait();
+    return failures.load();
+}
+
+// ---------------------------------------------------------------------------------------------
+// mutex
+
+boost::asio::awaitable<void> mutex_task(asio_sync::mutex& mtx, std::size_t& counter)
+{
+    for (std::size_t i = 0; i < rounds; ++i)
+    {
+        co_await mtx.async_lock(boost::asio::use_awaitable);
+        ++counter;
+        mtx.unlock();
+    }
+}
+
+boost::asio::awaitable<void> scoped_mutex_task(asio_sync::mutex& mtx, std::size_t& counter)
+{
+    for (std::size_t i = 0; i < rounds; ++i)
+    {
+        std::unique_lock<asio_sync::mutex> lock = co_await mtx.async_scoped_lock(boost::asio::use_awaitable);
+        ++counter;
+    }
+}
+
+// Arguments: tasks, threads.
+template <class Task>
+void run_mutex(benchmark::State& state, Task task)
+{
+    const auto tasks = static_cast<std::size_t>(state.range(0));
+    const auto threads = static_cast<std::size_t>(state.range(1));
+    const std::size_t operations = tasks * rounds;
+
+    // Declared in this order so the threads are joined before the mutex is destroyed, and the
+    // mutex before its context.
+    boost::asio::io_context ctx(static_cast<int>(threads));
+    asio_sync::mutex mtx(ctx);
+    context_threads pool(ctx, threads);
+
+    std::size_t counter = 0;
+    while (state.KeepRunningBatch(static_cast<benchmark::IterationCount>(operations)))
+    {
+        counter = 0;
+        const std::size_t failures =
+            run_coroutines(ctx, tasks, [&](std::size_t) { return task(mtx, counter); });
+        const bool idle = mtx.try_lock();
+        if (idle)
+            mtx.unlock();
+        // SkipWithError also makes the next KeepRunningBatch return false, ending the loop.
+        if (failures != 0 || counter != operations || !idle)
+            state.SkipWithError("a task failed, an increment was lost, or the mutex was left locked");
+    }
+}
+
+void BM_mutex_async_lock(benchmark::State& state)
+{
+    run_mutex(state, mutex_task);
+}
+
+void BM_mutex_async_scoped_lock(benchmark::State& state)
+{
+    run_mutex(state, scoped_mutex_task);
+}
+
+// Arguments: threads (each one a task).
+void BM_std_mutex(benchmark::State& state)
+{
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    const std::size_t operations = threads * rounds;
+
+    std::mutex mtx;
+    std::size_t counter = 0;
+    thread_team team(threads, [&](std::size_t) {
+        for (std::size_t i = 0; i < rounds; ++i)
+        {
+            mtx.lock();
+            ++counter;
+            mtx.unlock();
+        }
+    });
+    while (state.KeepRunningBatch(static_cast<benchmark::IterationCount>(operations)))
+    {
+        counter = 0;
+        team.run_batch();
+        if (counter != operations)
+            state.SkipWithError("an increment was lost");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// rwlock
+
+// Two fields a writer changes one after the other: a reader that sees them differ saw a half-done
+// write, which the lock must make impossible. Readers count such sightings instead of failing at
+// once, so that the check costs a comparison.
+struct guarded_pair
+{
+    std::uint64_t a = 0;
+    std::uint64_t b = 0;
+};
+
+struct rw_counters
+{
+    std::atomic<std::size_t> reads{0};
+    std::atomic<std::size_t> torn{0};
+};
+
+boost::asio::awaitable<void> shared_reader_task(asio_sync::shared_mutex& mtx, const guarded_pair& data,
+                                                rw_counters& counters)
+{
+    std::size_t torn = 0;
+    for (std::size_t i = 0; i < rounds; ++i)
+    {
+        co_await mtx.async_lock_shared(boost::asio::use_awaitable);
+        torn += data.a != data.b;
+        mtx.unlock_shared();
+    }
+    counters.torn.fetch_add(torn, std::memory_order_relaxed);
+    counters.reads.fetch_add(rounds, std::memory_order_relaxed);
+}
+
+boost::asio::awaitable<void> shared_writer_task(asio_sync::shared_mutex& mtx, guarded_pair& data)
+{
+    for (std::size_t i = 0; i < rounds; ++i)
+    {
+        co_await mtx.async_lock(boost::asio::use_awaitable);
+        ++data.a;
+        ++data.b;
+        mtx.unlock();
+    }
+}
+
+// Whether a batch did its work: every read ran and saw whole writes, every write landed.
+bool rw_batch_ok(const rw_counters& counters, const guarded_pair& data, std::size_t readers,
+                 std::size_t writers)
+{
+    return counters.reads.load() == readers * rounds && counters.torn.load() == 0 &&
+           data.a == writers * rounds && data.b == data.a;
+}
+
+// Arguments: readers, writers, threads.
+void BM_shared_mutex(benchmark::State& state)
+{
+    const auto readers = static_cast<std::size_t>(state.range(0));
+    const auto writers = static_cast<std::size_t>(state.range(1));
+    const auto threads = static_cast<std::size_t>(state.range(2));
+    const std::size_t operations = (readers + writers) * rounds;
+
+    boost::asio::io_context ctx(static_cast<int>(threads));
+    asio_sync::shared_mutex mtx(ctx);
+    context_threads pool(ctx, threads);
+
+    guarded_pair data;
+    rw_counters counters;
+    while (state.KeepRunningBatch(static_cast<benchmark::IterationCount>(operations)))
+    {
+        data = guarded_pair();
+        counters.reads = 0;
+        counters.torn = 0;
+        // Readers first, so that the writers arrive to find the lock shared.
+        const std::size_t failures =
+            run_coroutines(ctx, readers + writers, [&](std::size_t i) -> boost::asio::awaitable<void> {
+                if (i < readers)
+                    return shared_reader_task(mtx, data, counters);
+                return shared_writer_task(mtx, data);
+            });
+        const bool idle = mtx.try_lock();
+        if (idle)
+            mtx.unlock();
+        if (failures != 0 || !rw_batch_ok(counters, data, readers, writers) || !idle)
+            state.SkipWithError("a task failed, an operation was lost, a reader saw a half-done write, "
+                                "or the lock was left held");
+    }
+}
+
+// Arguments: readers, writers (each one a std::thread).
+void BM_std_shared_mutex(benchmark::State& state)
+{
+    const auto readers = static_cast<std::size_t>(state.range(0));
+    const auto writers = static_cast<std::size_t>(state.range(1));
+    const std::size_t operations = (readers + writers) * rounds;
+
+    std::shared_mutex mtx;
+    guarded_pair data;
+    rw_counters counters;
+    thread_team team(readers + writers, [&](std::size_t index) {
+        if (index < readers)
+        {
+            std::size_t torn = 0;
+            for (std::size_t i = 0; i < rounds; ++i)
+            {
+                mtx.lock_shared();
+                torn += data.a != data.b;
+                mtx.unlock_shared();
+            }
+            counters.torn.fetch_add(torn, std::memory_order_relaxed);
+            counters.reads.fetch_add(rounds, std::memory_order_relaxed);
+        }
+        else
+        {
+            for (std::size_t i = 0; i < rounds; ++i)
+            {
+                mtx.lock();
+                ++data.a;
+                ++data.b;
+                mtx.unlock();
+            }
+        }
+    });
+    while (state.KeepRunningBatch(static_cast<benchmark::IterationCount>(operations)))
+    {
+        data = guarded_pair();
+        counters.reads = 0;
+        counters.torn = 0;
+        team.run_batch();
+        if (!rw_batch_ok(counters, data, readers, writers))
+            state.SkipWithError("an operation was lost or a reader saw a half-done write");
+    }
+}
+
+BENCHMARK(BM_mutex_async_lock)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
+BENCHMARK(BM_mutex_async_scoped_lock)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
+BENCHMARK(BM_std_mutex)->ArgNames({"threads"})->Args({4})->UseRealTime();
+BENCHMARK(BM_shared_mutex)->ArgNames({"readers", "writers", "threads"})->Args({4, 2, 2})->UseRealTime();
+BENCHMARK(BM_std_shared_mutex)->ArgNames({"readers", "writers"})->Args({4, 2})->UseRealTime();
+
+} // namespace
