@@ -29,69 +29,15 @@
 #include <thread>
 #include <vector>
 
+#include "support/harness.hpp"
+
 namespace {
 
 using channel = boost::asio::experimental::concurrent_channel<void(boost::system::error_code)>;
 
-// Pairs per task per batch: enough that spawning the tasks and waking the benchmark thread at the
-// end are noise, few enough that a batch takes milliseconds and repetitions stay cheap.
-constexpr std::size_t rounds = 10000;
-
-// Runs the io_context on `count` threads until destroyed, so that starting threads stays out of
-// the timed region; the work guard keeps them waiting between batches.
-class context_threads
-{
-public:
-    context_threads(boost::asio::io_context& ctx, std::size_t count) : work_(ctx.get_executor())
-    {
-        for (std::size_t i = 0; i < count; ++i)
-            threads_.emplace_back([&ctx] { ctx.run(); });
-    }
-
-    context_threads(const context_threads&) = delete;
-    context_threads& operator=(const context_threads&) = delete;
-
-    ~context_threads()
-    {
-        work_.reset();
-        for (std::thread& t : threads_)
-            t.join();
-    }
-
-private:
-    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-    std::vector<std::thread> threads_;
-};
-
-// Counts finished tasks and wakes the benchmark thread after the last. Notifying under the lock
-// keeps the gate valid until the notifier is done with it, so it can be reused by the next batch.
-class finish_gate
-{
-public:
-    void reset(std::size_t expected)
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        remaining_ = expected;
-    }
-
-    void arrive()
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (--remaining_ == 0)
-            done_.notify_one();
-    }
-
-    void wait()
-    {
-        std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [this] { return remaining_ == 0; });
-    }
-
-private:
-    std::mutex mutex_;
-    std::condition_variable done_;
-    std::size_t remaining_ = 0;
-};
+using asio_sync::bench::context_threads;
+using asio_sync::bench::finish_gate;
+using asio_sync::bench::rounds;
 
 boost::asio::awaitable<void> semaphore_task(asio_sync::semaphore& sem, std::atomic<std::size_t>& completed)
 {
