@@ -241,47 +241,47 @@ void report(const char* name, const dsched::exploration& e)
     BOOST_TEST(e.schedules > 1u);
 }
 
+template <class Core>
+using bodies = std::vector<typename scripted<Core>::thread_body>;
+
 // ---- Scenarios, generic over the core so the broken variants below run the same ones. ----
 
 template <class Core>
 std::unique_ptr<scripted<Core>> acquire_vs_release_on_empty()
 {
     using h = harness<Core>;
-    return std::make_unique<scripted<Core>>(0, 1,
-                                            std::vector<typename scripted<Core>::thread_body>{
-                                                [](h& s) { s.acquire(s.w(0), 1); }, [](h& s) { s.give(1); }},
-                                            [](h& s) {
-                                                if (!s.w(0).granted())
-                                                    s.fail("the acquire was not granted the released permit");
-                                            });
+    return std::make_unique<scripted<Core>>(
+        0, 1, bodies<Core>{[](h& s) { s.acquire(s.w(0), 1); }, [](h& s) { s.give(1); }}, [](h& s) {
+            if (!s.w(0).granted())
+                s.fail("the acquire was not granted the released permit");
+        });
 }
 
 template <class Core>
 std::unique_ptr<scripted<Core>> two_acquirers_one_releaser()
 {
     using h = harness<Core>;
-    return std::make_unique<scripted<Core>>(
-        0, 2,
-        std::vector<typename scripted<Core>::thread_body>{
-            [](h& s) { s.acquire(s.w(0), 1); }, [](h& s) { s.acquire(s.w(1), 1); }, [](h& s) { s.give(1); }},
-        [](h& s) {
-            if (s.w(0).granted() + s.w(1).granted() != 1)
-                s.fail("exactly one acquirer should hold the permit");
-        });
+    return std::make_unique<scripted<Core>>(0, 2,
+                                            bodies<Core>{[](h& s) { s.acquire(s.w(0), 1); },
+                                                         [](h& s) { s.acquire(s.w(1), 1); },
+                                                         [](h& s) { s.give(1); }},
+                                            [](h& s) {
+                                                if (s.w(0).granted() + s.w(1).granted() != 1)
+                                                    s.fail("exactly one acquirer should hold the permit");
+                                            });
 }
 
 template <class Core>
 std::unique_ptr<scripted<Core>> batch_vs_singles()
 {
     using h = harness<Core>;
-    return std::make_unique<scripted<Core>>(
-        0, 3,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s) { s.acquire(s.w(0), 2); },
-                                                          [](h& s) {
-                                                              s.acquire(s.w(1), 1);
-                                                              s.acquire(s.w(2), 1);
-                                                          },
-                                                          [](h& s) { s.give(2); }});
+    return std::make_unique<scripted<Core>>(0, 3,
+                                            bodies<Core>{[](h& s) { s.acquire(s.w(0), 2); },
+                                                         [](h& s) {
+                                                             s.acquire(s.w(1), 1);
+                                                             s.acquire(s.w(2), 1);
+                                                         },
+                                                         [](h& s) { s.give(2); }});
 }
 
 template <class Core>
@@ -290,11 +290,11 @@ std::unique_ptr<scripted<Core>> cancel_vs_grant()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         0, 1,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
-                                                              s.acquire(s.w(0), 1);
-                                                              s.cancel(s.w(0));
-                                                          },
-                                                          [](h& s) { s.give(1); }},
+        bodies<Core>{[](h& s) {
+                         s.acquire(s.w(0), 1);
+                         s.cancel(s.w(0));
+                     },
+                     [](h& s) { s.give(1); }},
         [](h& s) {
             const bool granted = s.w(0).granted();
             if (granted ? s.core().available() != 0 : s.core().available() != 1)
@@ -308,12 +308,11 @@ std::unique_ptr<scripted<Core>> cancel_partial_head_vs_release()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         1, 2,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
-                                                              s.acquire(s.w(0), 3);
-                                                              s.cancel(s.w(0));
-                                                          },
-                                                          [](h& s) { s.acquire(s.w(1), 1); },
-                                                          [](h& s) { s.give(1); }},
+        bodies<Core>{[](h& s) {
+                         s.acquire(s.w(0), 3);
+                         s.cancel(s.w(0));
+                     },
+                     [](h& s) { s.acquire(s.w(1), 1); }, [](h& s) { s.give(1); }},
         [](h& s) {
             // 2 permits exist; the head wanted 3 and was cancelled, so it cannot have been granted.
             if (s.w(0).result != waiter_outcome::aborted)
@@ -327,42 +326,40 @@ template <class Core>
 std::unique_ptr<scripted<Core>> close_vs_acquire_vs_release()
 {
     using h = harness<Core>;
-    return std::make_unique<scripted<Core>>(
-        1, 2,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
-                                                              s.acquire(s.w(0), 2);
-                                                              s.acquire(s.w(1), 1);
-                                                          },
-                                                          [](h& s) { s.close(); }, [](h& s) { s.give(1); }},
-        [](h& s) {
-            for (std::size_t i = 0; i < 2; ++i)
-                if (s.w(i).pending)
-                    s.fail("a waiter is still queued after close()");
-            if (!s.core().is_closed())
-                s.fail("not closed");
-        });
+    return std::make_unique<scripted<Core>>(1, 2,
+                                            bodies<Core>{[](h& s) {
+                                                             s.acquire(s.w(0), 2);
+                                                             s.acquire(s.w(1), 1);
+                                                         },
+                                                         [](h& s) { s.close(); }, [](h& s) { s.give(1); }},
+                                            [](h& s) {
+                                                for (std::size_t i = 0; i < 2; ++i)
+                                                    if (s.w(i).pending)
+                                                        s.fail("a waiter is still queued after close()");
+                                                if (!s.core().is_closed())
+                                                    s.fail("not closed");
+                                            });
 }
 
 template <class Core>
 std::unique_ptr<scripted<Core>> try_acquire_vs_queued_waiter()
 {
     using h = harness<Core>;
-    return std::make_unique<scripted<Core>>(
-        0, 1,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s) { s.acquire(s.w(0), 1); },
-                                                          [](h& s) {
-                                                              s.give(1);
-                                                              if (s.try_acquire(1))
-                                                                  s.release(1);
-                                                          },
-                                                          [](h& s) {
-                                                              if (s.try_acquire(1))
-                                                                  s.release(1);
-                                                          }},
-        [](h& s) {
-            if (!s.w(0).granted())
-                s.fail("the acquire should end up with the permit");
-        });
+    return std::make_unique<scripted<Core>>(0, 1,
+                                            bodies<Core>{[](h& s) { s.acquire(s.w(0), 1); },
+                                                         [](h& s) {
+                                                             s.give(1);
+                                                             if (s.try_acquire(1))
+                                                                 s.release(1);
+                                                         },
+                                                         [](h& s) {
+                                                             if (s.try_acquire(1))
+                                                                 s.release(1);
+                                                         }},
+                                            [](h& s) {
+                                                if (!s.w(0).granted())
+                                                    s.fail("the acquire should end up with the permit");
+                                            });
 }
 
 template <class Core>
@@ -371,8 +368,7 @@ std::unique_ptr<scripted<Core>> two_releases_fill_a_batch()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         0, 1,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s) { s.acquire(s.w(0), 2); },
-                                                          [](h& s) { s.give(1); }, [](h& s) { s.give(1); }},
+        bodies<Core>{[](h& s) { s.acquire(s.w(0), 2); }, [](h& s) { s.give(1); }, [](h& s) { s.give(1); }},
         [](h& s) {
             if (!s.w(0).granted())
                 s.fail("two releases of 1 should complete an acquire of 2");
@@ -383,14 +379,13 @@ template <class Core>
 std::unique_ptr<scripted<Core>> cancel_all_vs_enqueue_vs_release()
 {
     using h = harness<Core>;
-    return std::make_unique<scripted<Core>>(
-        1, 2,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s) { s.acquire(s.w(0), 2); },
-                                                          [](h& s) { s.cancel_all(); },
-                                                          [](h& s) {
-                                                              s.give(1);
-                                                              s.acquire(s.w(1), 1);
-                                                          }});
+    return std::make_unique<scripted<Core>>(1, 2,
+                                            bodies<Core>{[](h& s) { s.acquire(s.w(0), 2); },
+                                                         [](h& s) { s.cancel_all(); },
+                                                         [](h& s) {
+                                                             s.give(1);
+                                                             s.acquire(s.w(1), 1);
+                                                         }});
 }
 
 // The shared mutex is a semaphore of max_readers permits (3 here): a writer takes all of them and
@@ -402,12 +397,11 @@ std::unique_ptr<scripted<Core>> downgrade_vs_queued_writer()
     using h = harness<Core>;
     return std::make_unique<scripted<Core>>(
         0, 2,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
-                                                              s.release(2); // downgrade
-                                                              s.release(1); // unlock_shared
-                                                          },
-                                                          [](h& s) { s.acquire(s.w(0), 3); },
-                                                          [](h& s) { s.acquire(s.w(1), 1); }},
+        bodies<Core>{[](h& s) {
+                         s.release(2); // downgrade
+                         s.release(1); // unlock_shared
+                     },
+                     [](h& s) { s.acquire(s.w(0), 3); }, [](h& s) { s.acquire(s.w(1), 1); }},
         [](h& s) {
             // Whoever queued first holds the lock; the other waits behind or beside it.
             const bool writer = s.w(0).granted();
@@ -423,29 +417,28 @@ template <class Core>
 std::unique_ptr<scripted<Core>> random_mix()
 {
     using h = harness<Core>;
-    return std::make_unique<scripted<Core>>(
-        2, 6,
-        std::vector<typename scripted<Core>::thread_body>{[](h& s) {
-                                                              s.acquire(s.w(0), 2);
-                                                              s.acquire(s.w(1), 1);
-                                                              s.cancel(s.w(1));
-                                                          },
-                                                          [](h& s) {
-                                                              s.acquire(s.w(2), 3);
-                                                              if (s.try_acquire(1))
-                                                                  s.release(1);
-                                                              s.cancel(s.w(2));
-                                                          },
-                                                          [](h& s) {
-                                                              s.give(2);
-                                                              s.acquire(s.w(3), 1);
-                                                              s.give(1);
-                                                          },
-                                                          [](h& s) {
-                                                              s.acquire(s.w(4), 1);
-                                                              s.cancel_all();
-                                                              s.acquire(s.w(5), 2);
-                                                          }});
+    return std::make_unique<scripted<Core>>(2, 6,
+                                            bodies<Core>{[](h& s) {
+                                                             s.acquire(s.w(0), 2);
+                                                             s.acquire(s.w(1), 1);
+                                                             s.cancel(s.w(1));
+                                                         },
+                                                         [](h& s) {
+                                                             s.acquire(s.w(2), 3);
+                                                             if (s.try_acquire(1))
+                                                                 s.release(1);
+                                                             s.cancel(s.w(2));
+                                                         },
+                                                         [](h& s) {
+                                                             s.give(2);
+                                                             s.acquire(s.w(3), 1);
+                                                             s.give(1);
+                                                         },
+                                                         [](h& s) {
+                                                             s.acquire(s.w(4), 1);
+                                                             s.cancel_all();
+                                                             s.acquire(s.w(5), 2);
+                                                         }});
 }
 
 // ---- Deliberately broken variants: the checker must catch each. ----
