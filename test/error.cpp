@@ -12,7 +12,8 @@
 
 namespace {
 
-constexpr asio_sync::error all_errors[] = {asio_sync::error::closed, asio_sync::error::too_many_permits};
+constexpr asio_sync::error all_errors[] = {asio_sync::error::closed, asio_sync::error::too_many_permits,
+                                           asio_sync::error::timed_out};
 
 } // namespace
 
@@ -95,6 +96,10 @@ BOOST_AUTO_TEST_CASE(differs_from_asio_errors)
     const boost::system::error_code aborted = boost::asio::error::operation_aborted;
     BOOST_TEST(closed != aborted);
     BOOST_TEST((closed.category() != aborted.category()));
+    // A timeout is not a cancellation, and not the system's ETIMEDOUT either.
+    const boost::system::error_code timed_out = asio_sync::error::timed_out;
+    BOOST_TEST(timed_out != aborted);
+    BOOST_TEST(timed_out != boost::system::error_code(boost::asio::error::timed_out));
 }
 
 BOOST_AUTO_TEST_CASE(unknown_value_has_a_generic_message)

@@ -107,7 +107,7 @@ public:
     void cancel(waiter& x)
     {
         waiter_list done;
-        core_.cancel(&x.handle, done);
+        core_.cancel(&x.handle, waiter_outcome::aborted, done);
         finish(done);
     }
 
@@ -521,14 +521,14 @@ public:
         serve(n, done);
     }
 
-    bool cancel(semaphore_waiter* const* ref, waiter_list& done)
+    bool cancel(semaphore_waiter* const* ref, waiter_outcome why, waiter_list& done)
     {
         std::lock_guard<dsched::mutex> lock(mutex_);
         semaphore_waiter* w = *ref;
         if (!w)
             return false;
         const std::size_t collected = Bug == bug::leak_on_cancel ? 0 : w->collected;
-        unlink(*w, waiter_outcome::aborted, done);
+        unlink(*w, why, done);
         serve(collected, done);
         return true;
     }

@@ -21,8 +21,13 @@ enum class error
     /// The object was closed: by `close()` while the operation was queued, or before it began.
     closed = 1,
 
-    /// More permits were asked for than the object can ever grant. Nothing was queued.
+    /// More permits were asked for than the object can ever grant: more than `max_permits`, or
+    /// more than a bounded semaphore's capacity at the time of the call. Nothing was queued.
     too_many_permits,
+
+    /// A timed acquire (`async_acquire_for`, `async_acquire_permit_for`) ran out of time before
+    /// it was granted. It holds no permits: those it had collected were handed on.
+    timed_out,
 };
 
 namespace detail {
@@ -45,6 +50,8 @@ public:
             return "the synchronization object is closed";
         case error::too_many_permits:
             return "more permits were requested than the object can ever grant";
+        case error::timed_out:
+            return "the time limit of the operation ran out";
         }
         return "unknown asio_sync error";
     }

@@ -5,6 +5,7 @@
 /// The asynchronous counting semaphore.
 
 #include <asio_sync/detail/semaphore_service.hpp>
+#include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/error.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -12,8 +13,13 @@
 #include <boost/asio/execution_context.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace asio_sync {
 
@@ -35,6 +41,12 @@ class basic_shared_mutex;
 /// through its associated executor (by default the semaphore's), as if by `boost::asio::post`,
 /// and the operation keeps that executor's work outstanding until then, so `io_context::run()`
 /// does not return while anyone waits.
+///
+/// **Permits and bounds.** `async_acquire_permit` and `try_acquire_permit` hand out a `permit`
+/// object that gives its permits back when destroyed. A *bounded* semaphore (the three-argument
+/// constructor) never lets more than its bound be in circulation, whatever the sequence of calls;
+/// `add_permits`, `forget_permits` and `reduce_permits` change the capacity while it is in use.
+/// See docs/permits.md for the rules and how they interact with queued waiters.
 ///
 /// **Allocation.** An acquire satisfied at once allocates nothing of its own. An acquire that has
 /// to wait allocates one operation object with the handler's associated allocator; the waiter
@@ -88,6 +100,29 @@ public:
     {
     }
 
+    /// Constructs a bounded semaphore: it holds `initial_permits`, and never more than `bound`
+    /// permits are in circulation.
+    ///
+    /// The permits in circulation are those in the counter, those collected by queued acquires
+    /// and those held by live `permit` objects. A plain acquire (`async_acquire`, `try_acquire`)
+    /// takes its permits out of circulation and a plain `release` puts them back, so a plain
+    /// release that was never paired with an acquire fails at that call. `capacity()` reports the
+    /// bound; `add_permits`, `forget_permits` and `reduce_permits` move it.
+    ///
+    /// @throws std::invalid_argument if `bound > max_permits` or `initial_permits > bound`.
+    basic_semaphore(const executor_type& ex, std::size_t initial_permits, std::size_t bound);
+
+    /// Constructs a bounded semaphore that uses the context's executor.
+    ///
+    /// @throws std::invalid_argument if `bound > max_permits` or `initial_permits > bound`.
+    template <
+        class ExecutionContext,
+        std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
+    basic_semaphore(ExecutionContext& ctx, std::size_t initial_permits, std::size_t bound)
+        : basic_semaphore(executor_type(ctx.get_executor()), initial_permits, bound)
+    {
+    }
+
     basic_semaphore(const basic_semaphore&) = delete;
     basic_semaphore& operator=(const basic_semaphore&) = delete;
 
@@ -97,6 +132,8 @@ public:
 
     /// Returns the executor associated with the semaphore.
     const executor_type& get_executor() const noexcept { return executor_; }
+
+    class permit;
 
     /// Starts an asynchronous acquire of `n` permits.
     ///
@@ -108,7 +145,8 @@ public:
     ///
     /// **Errors:**
     /// - none: the caller now holds `n` permits. `n == 0` succeeds at once unless closed.
-    /// - `asio_sync::error::too_many_permits`: `n > max_permits`. Nothing was queued.
+    /// - `asio_sync::error::too_many_permits`: `n > capacity()` (for an unbounded semaphore,
+    ///   `n > max_permits`). Nothing was queued.
     /// - `asio_sync::error::closed`: the semaphore is closed, or was closed while this waited.
     /// - `boost::asio::error::operation_aborted`: cancelled by per-operation cancellation,
     ///   `cancel()` or the semaphore's destruction.
@@ -152,6 +190,77 @@ public:
         return async_acquire(1, std::forward<AcquireToken>(token));
     }
 
+    /// Starts an asynchronous acquire of `n` permits that completes with a `permit` holding them.
+    ///
+    /// Everything said of `async_acquire` holds, except what the handler receives: on success a
+    /// `permit` with `count() == n`, which gives the permits back when it is destroyed; on error a
+    /// `permit` holding nothing. The permit is made as soon as the acquire is granted, so a handler
+    /// destroyed without running (context shutdown) still gives them back. On a bounded semaphore
+    /// the permits stay in circulation while the permit holds them.
+    ///
+    /// **Completion signature:** `void(boost::system::error_code, permit)`.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
+                  AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_acquire_permit(std::size_t n,
+                              AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return async_acquire_as<void(boost::system::error_code, permit)>(n, permit_grant{this, n},
+                                                                         std::forward<AcquireToken>(token));
+    }
+
+    /// Starts an asynchronous acquire of `n` permits that gives up after `timeout`.
+    ///
+    /// Everything said of `async_acquire` holds, and in addition the operation completes with
+    /// `asio_sync::error::timed_out` if it has not been granted when the time runs out. It then
+    /// holds no permits: those it had collected were handed to the waiters behind it. A grant that
+    /// races the deadline wins: the operation completes either with success (the permits are the
+    /// caller's) or with `timed_out` (nothing is held), never both. Per-operation cancellation
+    /// works as for `async_acquire`. An acquire satisfied at once starts no timer.
+    ///
+    /// Prefer this to racing `async_acquire` against a timer with `||` (awaitable operators) or
+    /// `experimental::make_parallel_group`: when the grant lands just after the timer won, `||`
+    /// reports the timer, and the permits granted to the losing acquire are never released.
+    ///
+    /// **Completion signature:** `void(boost::system::error_code)`.
+    ///
+    /// **Errors:** those of `async_acquire`, and
+    /// - `asio_sync::error::timed_out`: the time ran out first;
+    /// - `boost::asio::error::no_memory`: the timer could not be started. Nothing is held.
+    ///
+    /// **Executor:** the timer runs on `get_executor()`; the handler runs as for `async_acquire`.
+    ///
+    /// **Allocation:** an acquire that has to wait allocates its operation (which holds the timer)
+    /// and the timer's wait, both with the handler's associated allocator.
+    ///
+    /// @param n The number of permits to acquire.
+    /// @param timeout How long to wait, measured on `std::chrono::steady_clock`. Zero or negative:
+    /// give up unless the permits can be had without waiting for a release.
+    /// @param token The completion token.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_acquire_for(std::size_t n, const std::chrono::duration<Rep, Period>& timeout,
+                           AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return async_acquire_as<void(boost::system::error_code)>(
+            n, detail::plain_grant(), std::forward<AcquireToken>(token), to_timeout(timeout));
+    }
+
+    /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up after
+    /// `timeout`: `async_acquire_permit` with the time limit of `async_acquire_for`.
+    ///
+    /// **Completion signature:** `void(boost::system::error_code, permit)`. On
+    /// `asio_sync::error::timed_out`, the permit holds nothing.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
+                  AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_acquire_permit_for(std::size_t n, const std::chrono::duration<Rep, Period>& timeout,
+                                  AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return async_acquire_as<void(boost::system::error_code, permit)>(
+            n, permit_grant{this, n}, std::forward<AcquireToken>(token), to_timeout(timeout));
+    }
+
     /// Takes `n` permits if that can be done at once, without waiting.
     ///
     /// Fails when the semaphore is closed, when fewer than `n` permits are available, or when any
@@ -161,6 +270,10 @@ public:
     /// @returns true if the caller now holds `n` permits.
     bool try_acquire(std::size_t n = 1) noexcept { return impl_.core.try_acquire(n); }
 
+    /// Takes `n` permits, as a `permit`, if that can be done at once: `try_acquire(n)` that
+    /// returns a permit holding them, or nothing.
+    std::optional<permit> try_acquire_permit(std::size_t n = 1);
+
     /// Gives `n` permits back.
     ///
     /// They go to the oldest queued acquires first; the first waiter left partly served stops the
@@ -168,8 +281,49 @@ public:
     /// waiters' handlers are posted after the internal lock is released, never invoked here.
     /// Works after `close()` too. Lock-free while nobody waits.
     ///
-    /// @throws std::overflow_error if the counter would exceed `max_permits`. Nothing changes.
+    /// On a bounded semaphore, the `n` permits enter circulation: the call fails if that would
+    /// pass the bound (so releasing permits that were not acquired is caught here). Permits held
+    /// by a `permit` object are given back through it, not with this function.
+    ///
+    /// @throws std::overflow_error if a bounded semaphore would have more than `capacity()`
+    /// permits in circulation, or the counter would exceed `max_permits`. Nothing changes.
     void release(std::size_t n = 1);
+
+    /// Gives `n` permits back, like `release(n)`, but reports failure instead of throwing.
+    ///
+    /// @returns false, changing nothing, where `release(n)` would throw.
+    bool try_release(std::size_t n = 1) noexcept;
+
+    /// Returns the bound of a bounded semaphore, `max_permits` for an unbounded one.
+    std::size_t capacity() const noexcept { return impl_.core.capacity(); }
+
+    /// Raises the capacity by `n`: `n` new permits enter circulation, going to queued acquires
+    /// first, like a release. A bounded semaphore's bound rises by `n` too. Works after `close()`
+    /// and does not re-open the semaphore.
+    ///
+    /// @throws std::overflow_error if the bound or the counter would exceed `max_permits`.
+    /// Nothing changes.
+    void add_permits(std::size_t n);
+
+    /// Lowers the capacity at once by removing up to `n` permits from the counter, for good.
+    /// A bounded semaphore's bound drops by as many. Only available permits are taken: while any
+    /// acquire is queued (or a `reduce_permits` debt is open) the counter is empty and nothing is
+    /// removed. Lock-free readers see the change at once; does not re-open a closed semaphore.
+    ///
+    /// @returns the number of permits removed.
+    std::size_t forget_permits(std::size_t n);
+
+    /// Lowers the capacity by exactly `n`, without waiting.
+    ///
+    /// What the counter holds now is taken at once. The rest becomes a debt: every permit that
+    /// flows back afterwards (a release, a permit returning, a cancelled acquire's collected
+    /// permits, `add_permits`) pays the debt before anything reaches the counter or a queued
+    /// acquire. While in debt, `available()` is 0, `try_acquire` fails and acquires queue. A bounded
+    /// semaphore's bound drops by `n` at once. Does not re-open a closed semaphore.
+    ///
+    /// @throws std::invalid_argument if `n > capacity()`; std::overflow_error if the debt would
+    /// exceed `max_permits`. Nothing changes.
+    void reduce_permits(std::size_t n);
 
     /// Returns the number of permits in the counter now. It is 0 while anyone waits.
     std::size_t available() const noexcept { return impl_.core.available(); }
@@ -200,23 +354,131 @@ private:
     template <class>
     friend class basic_shared_mutex;
 
-    template <class Grant>
+    struct no_timeout
+    {
+    };
+    using timeout_type = std::chrono::steady_clock::duration;
+
+    template <class Grant, class Timeout>
     class initiate_async_acquire;
+
+    // The grant of async_acquire_permit: a permit holding the n permits, made at grant time.
+    struct permit_grant
+    {
+        static constexpr bool to_permit = true;
+
+        basic_semaphore* semaphore;
+        std::size_t n;
+
+        std::tuple<boost::system::error_code, permit> operator()(boost::system::error_code ec) const;
+    };
 
     // An acquire whose handler receives what `grant` makes of the outcome: the shape the locks
     // build their scoped variants on.
-    template <class Signature, class Grant, class Token>
-    auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token)
+    template <class Signature, class Grant, class Token, class Timeout = no_timeout>
+    auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token, Timeout timeout = Timeout())
     {
-        return boost::asio::async_initiate<Token, Signature>(initiate_async_acquire<Grant>(this, grant),
-                                                             token, n);
+        return boost::asio::async_initiate<Token, Signature>(
+            initiate_async_acquire<Grant, Timeout>(this, grant, timeout), token, n);
     }
 
-    template <class Handler, class Grant>
-    void start_acquire(Handler handler, std::size_t n, const Grant& grant);
+    template <class Handler, class Grant, class Timeout>
+    void start_acquire(Handler handler, std::size_t n, const Grant& grant, Timeout timeout);
+
+    template <class Rep, class Period>
+    static timeout_type to_timeout(const std::chrono::duration<Rep, Period>& timeout);
+
+    void give_back(std::size_t n);
 
     executor_type executor_;
     detail::semaphore_impl impl_;
+};
+
+/// Permits acquired from a `basic_semaphore`, given back when the object is destroyed.
+///
+/// Obtained from `async_acquire_permit`, `async_acquire_permit_for` or `try_acquire_permit`.
+/// Move-only. A moved-from permit holds nothing but still names its semaphore. The semaphore must
+/// outlive every permit that names it.
+///
+/// **Thread safety:** distinct permits may be used concurrently, also permits of the same
+/// semaphore; one permit object must not be used by two threads at once.
+template <class Executor>
+class basic_semaphore<Executor>::permit
+{
+public:
+    /// Takes over what `other` holds; `other` then holds nothing.
+    permit(permit&& other) noexcept : semaphore_(other.semaphore_), count_(std::exchange(other.count_, 0)) {}
+
+    /// Gives back what this permit holds, then takes over what `other` holds.
+    permit& operator=(permit&& other) noexcept
+    {
+        if (this != &other)
+        {
+            release();
+            semaphore_ = other.semaphore_;
+            count_ = std::exchange(other.count_, 0);
+        }
+        return *this;
+    }
+
+    permit(const permit&) = delete;
+    permit& operator=(const permit&) = delete;
+
+    /// Gives back what this permit holds.
+    ~permit() { release(); }
+
+    /// Returns the number of permits held.
+    std::size_t count() const noexcept { return count_; }
+
+    /// Returns true if any permit is held.
+    explicit operator bool() const noexcept { return count_ != 0; }
+
+    /// Gives back every permit held, now, as `basic_semaphore::release` does (queued acquires
+    /// first), except that it never fails: on a bounded semaphore the permits were in circulation
+    /// all along. Afterwards the permit holds nothing.
+    void release()
+    {
+        if (count_ != 0)
+            semaphore_->give_back(std::exchange(count_, 0));
+    }
+
+    /// Keeps the permits held out of circulation for good: they are not given back. On a bounded
+    /// semaphore this makes room under the bound for as many plain `release` calls. Afterwards
+    /// the permit holds nothing.
+    void forget() noexcept { semaphore_->impl_.core.forget_permit(std::exchange(count_, 0)); }
+
+    /// Moves `k` of the permits held into a new permit.
+    ///
+    /// @throws std::invalid_argument if `k > count()`. Nothing changes.
+    permit split(std::size_t k)
+    {
+        if (k > count_)
+            throw std::invalid_argument("asio_sync: cannot split more permits than are held");
+        count_ -= k;
+        return permit(*semaphore_, k);
+    }
+
+    /// Takes over what `other` holds; `other` then holds nothing.
+    ///
+    /// @throws std::invalid_argument if `other` names another semaphore. Nothing changes.
+    void merge(permit&& other)
+    {
+        if (other.semaphore_ != semaphore_)
+            throw std::invalid_argument("asio_sync: cannot merge permits of another semaphore");
+        if (&other != this)
+            count_ += std::exchange(other.count_, 0);
+    }
+
+    /// Returns the semaphore the permits belong to.
+    basic_semaphore& semaphore() const noexcept { return *semaphore_; }
+
+private:
+    friend class basic_semaphore;
+
+    permit(basic_semaphore& owner, std::size_t n) noexcept : semaphore_(&owner), count_(n) {}
+
+    basic_semaphore* semaphore_;
+    std::size_t count_;
 };
 
 /// A semaphore with the default executor type, `boost::asio::any_io_executor`.

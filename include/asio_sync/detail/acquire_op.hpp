@@ -26,12 +26,17 @@ inline boost::system::error_code to_error_code(waiter_outcome outcome) noexcept
 {
     switch (outcome)
     {
+    case waiter_outcome::pending:
     case waiter_outcome::granted:
         break;
     case waiter_outcome::aborted:
         return boost::asio::error::operation_aborted;
     case waiter_outcome::closed:
         return error::closed;
+    case waiter_outcome::timed_out:
+        return error::timed_out;
+    case waiter_outcome::no_memory:
+        return boost::asio::error::no_memory;
     }
     return {};
 }
@@ -117,6 +122,9 @@ private:
 // handler is destroyed without running still gives them back.
 struct plain_grant
 {
+    // The permits leave circulation (see semaphore_core); a permit grant keeps them in it.
+    static constexpr bool to_permit = false;
+
     std::tuple<boost::system::error_code> operator()(boost::system::error_code ec) const noexcept
     {
         return std::tuple<boost::system::error_code>(ec);
@@ -179,63 +187,99 @@ private:
     func_type func_;
 };
 
+// What a queued acquire must carry to its completion: moved out of the operation object before
+// that is freed, so the upcall never runs while the operation's memory is still owned.
 template <class Handler, class IoExecutor, class Grant>
-class acquire_op final : public acquire_op_base
+class acquire_parts
 {
 public:
     using slot_type = boost::asio::associated_cancellation_slot_t<Handler>;
+    using allocator_type = handler_allocator_t<Handler>;
 
-    acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
-        : acquire_op_base(&do_func), handler_(std::move(handler)), work_(handler_, io_ex),
+    acquire_parts(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
+        : handler_(std::move(handler)), work_(handler_, io_ex),
           slot_(boost::asio::get_associated_cancellation_slot(handler_)), grant_(grant)
     {
     }
 
-    // Allocates with the handler's associated allocator: the only allocation of a queued acquire.
-    static acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
-    {
-        op_allocator alloc(get_handler_allocator(handler));
-        acquire_op* op = std::allocator_traits<op_allocator>::allocate(alloc, 1);
-        try
-        {
-            return ::new (static_cast<void*>(op)) acquire_op(std::move(handler), io_ex, grant);
-        }
-        catch (...)
-        {
-            std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
-            throw;
-        }
-    }
-
     slot_type& slot() noexcept { return slot_; }
 
-private:
-    using op_allocator =
-        typename std::allocator_traits<handler_allocator_t<Handler>>::template rebind_alloc<acquire_op>;
+    allocator_type get_allocator() const noexcept { return get_handler_allocator(handler_); }
 
-    // Moves everything out, frees the operation, and only then submits the completion, so the
-    // upcall never runs while this memory is still owned (and never while any lock is held).
-    static void do_func(acquire_op_base* base, const boost::system::error_code* ec)
+    // Submits the handler with what the grant makes of `ec`, through the handler's executor.
+    void complete(boost::system::error_code ec)
     {
-        auto* op = static_cast<acquire_op*>(base);
-        const auto handler_alloc = get_handler_allocator(op->handler_);
-        Handler handler(std::move(op->handler_));
-        handler_work<Handler, IoExecutor> work(std::move(op->work_));
-        slot_type slot(std::move(op->slot_));
-        const Grant grant(std::move(op->grant_));
-        op_allocator alloc(handler_alloc);
-        op->~acquire_op();
-        std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
-        if (ec)
-            work.complete(
-                completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(*ec), std::move(slot)),
-                handler_alloc);
+        const allocator_type alloc = get_allocator();
+        work_.complete(
+            completion<Handler, grant_result_t<Grant>>(std::move(handler_), grant_(ec), std::move(slot_)),
+            alloc);
     }
 
+private:
     Handler handler_;
     handler_work<Handler, IoExecutor> work_;
     slot_type slot_;
     Grant grant_;
+};
+
+// Allocates an operation with the handler's associated allocator: the only allocation of a queued
+// acquire.
+template <class Op, class Allocator, class... Args>
+Op* allocate_op(const Allocator& handler_alloc, Args&&... args)
+{
+    using op_allocator = typename std::allocator_traits<Allocator>::template rebind_alloc<Op>;
+    op_allocator alloc(handler_alloc);
+    Op* op = std::allocator_traits<op_allocator>::allocate(alloc, 1);
+    try
+    {
+        return ::new (static_cast<void*>(op)) Op(std::forward<Args>(args)...);
+    }
+    catch (...)
+    {
+        std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
+        throw;
+    }
+}
+
+template <class Op, class Allocator>
+void deallocate_op(Op* op, const Allocator& handler_alloc) noexcept
+{
+    using op_allocator = typename std::allocator_traits<Allocator>::template rebind_alloc<Op>;
+    op_allocator alloc(handler_alloc);
+    op->~Op();
+    std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
+}
+
+template <class Handler, class IoExecutor, class Grant>
+class acquire_op final : public acquire_op_base
+{
+public:
+    using parts_type = acquire_parts<Handler, IoExecutor, Grant>;
+
+    acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
+        : acquire_op_base(&do_func), parts_(std::move(handler), io_ex, grant)
+    {
+        to_permit = Grant::to_permit;
+    }
+
+    static acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
+    {
+        return allocate_op<acquire_op>(get_handler_allocator(handler), std::move(handler), io_ex, grant);
+    }
+
+    typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
+
+private:
+    static void do_func(acquire_op_base* base, const boost::system::error_code* ec)
+    {
+        auto* op = static_cast<acquire_op*>(base);
+        parts_type parts(std::move(op->parts_));
+        deallocate_op(op, parts.get_allocator());
+        if (ec)
+            parts.complete(*ec);
+    }
+
+    parts_type parts_;
 };
 
 inline void destroy_all(waiter_list& done) noexcept
@@ -281,7 +325,7 @@ public:
         if (!(type & (cancellation_type::terminal | cancellation_type::partial | cancellation_type::total)))
             return;
         waiter_list done;
-        core_->cancel(&waiter_, done);
+        core_->cancel(&waiter_, waiter_outcome::aborted, done);
         // The upcall clears the slot, which destroys *this: touch no member from here on.
         complete_all(done);
     }

@@ -14,6 +14,8 @@ namespace asio_sync::detail {
 template <class Lock>
 struct adopt_lock_grant
 {
+    static constexpr bool to_permit = false;
+
     typename Lock::mutex_type* mutex;
 
     std::tuple<boost::system::error_code, Lock> operator()(boost::system::error_code ec) const

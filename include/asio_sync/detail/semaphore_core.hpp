@@ -14,16 +14,24 @@ namespace asio_sync::detail {
 // The semaphore algorithm, free of Asio. The atomic and mutex types are parameters so that a test
 // scheduler can run it one shared-memory step at a time; production uses std::atomic / std::mutex.
 //
-// State: one atomic word `state_` = (permits << 2) | queued_flag | closed_flag, a mutex, and a FIFO
-// list of waiters. Invariants:
-//  - queued_flag is set exactly while the list is non-empty, and only changes under the mutex;
-//  - while queued_flag is set the counter holds no permits (they go straight to waiters), so
-//    try_acquire cannot jump the queue and no permit "floats" while someone waits;
+// State: one atomic word `state_` = (permits << 2) | divert_flag | closed_flag, a mutex, a FIFO
+// list of waiters and a debt (permits owed after reduce_permits). Invariants:
+//  - divert_flag is set exactly while the list is non-empty or the debt is non-zero, and only
+//    changes under the mutex;
+//  - while divert_flag is set the counter holds no permits: released permits are diverted to the
+//    debt first, then to the waiters, so try_acquire cannot jump the queue and no permit "floats"
+//    while someone waits;
 //  - only the head of the list ever holds collected permits (it is the only one ever served).
 // Because the flag lives in the same word as the permits, an acquirer's "drain the counter and
 // mark the queue non-empty" is one atomic step: a lock-free release either lands before it (and is
 // drained) or sees the flag (and takes the mutex). This is what makes the lock-free release safe,
 // where a separate "has waiters" boolean is not.
+//
+// A bounded core also keeps `room_` = bound - circulation, where circulation counts the permits in
+// the counter, those collected by queued waiters and those held by permit objects, minus the debt.
+// Only plain acquires (+), permit::forget (+) and plain releases (-) change it: capacity changes
+// move the bound and the circulation together. Updates that lower it come before the permits
+// move, updates that raise it after, so it is never overstated.
 //
 // Functions that complete waiters move them to a caller-provided `waiter_list`; the caller finishes
 // them after the mutex is released.
@@ -40,7 +48,14 @@ public:
         closed,
     };
 
-    explicit semaphore_core(std::size_t initial_permits) : state_(checked(initial_permits) << shift) {}
+    explicit semaphore_core(std::size_t initial_permits) : semaphore_core(initial_permits, max_permits, false)
+    {
+    }
+
+    semaphore_core(std::size_t initial_permits, std::size_t bound)
+        : semaphore_core(initial_permits, bound, true)
+    {
+    }
 
     semaphore_core(const semaphore_core&) = delete;
     semaphore_core& operator=(const semaphore_core&) = delete;
@@ -51,19 +66,29 @@ public:
 
     bool is_closed() const noexcept { return state_.load(std::memory_order_relaxed) & closed_flag; }
 
-    // Lock-free. Fails when closed, when anyone is queued (n > 0), or when fewer than n are there.
-    bool try_acquire(std::size_t n) noexcept
+    bool bounded() const noexcept { return bounded_; }
+
+    // The bound; max_permits for an unbounded core.
+    std::size_t capacity() const noexcept { return bound_.load(std::memory_order_relaxed); }
+
+    // Lock-free. Fails when closed, when the semaphore is diverting permits (someone is queued or
+    // there is a debt) and n > 0, or when fewer than n are there.
+    bool try_acquire(std::size_t n, bool to_permit = false) noexcept
     {
         std::size_t s = state_.load(std::memory_order_relaxed);
         for (;;)
         {
-            if ((s & closed_flag) || (n != 0 && (s & queued_flag)) || (s >> shift) < n)
+            if ((s & closed_flag) || (n != 0 && (s & divert_flag)) || (s >> shift) < n)
                 return false;
             if (n == 0)
                 return true;
             if (state_.compare_exchange_weak(s, s - (n << shift), std::memory_order_acquire,
                                              std::memory_order_relaxed))
+            {
+                if (bounded_ && !to_permit)
+                    leave_circulation(n);
                 return true;
+            }
         }
     }
 
@@ -77,21 +102,23 @@ public:
             return enqueue_result::closed;
         w.missing = n;
         w.collected = 0;
-        if (!(s & queued_flag))
+        if (!(s & divert_flag))
         {
-            // Nobody queued: the counter may hold permits, and lock-free try_acquire and release
-            // may still change it, so drain it with a CAS.
+            // Nothing diverted: the counter may hold permits, and lock-free try_acquire and
+            // release may still change it, so drain it with a CAS.
             for (;;)
             {
                 const std::size_t permits = s >> shift;
                 if (permits >= n)
                 {
-                    if (state_.compare_exchange_weak(s, s - (n << shift), std::memory_order_acquire,
-                                                     std::memory_order_relaxed))
-                        return enqueue_result::granted;
-                    continue;
+                    if (!state_.compare_exchange_weak(s, s - (n << shift), std::memory_order_acquire,
+                                                      std::memory_order_relaxed))
+                        continue;
+                    if (bounded_ && !w.to_permit)
+                        leave_circulation(n);
+                    return enqueue_result::granted;
                 }
-                if (state_.compare_exchange_weak(s, queued_flag, std::memory_order_acquire,
+                if (state_.compare_exchange_weak(s, divert_flag, std::memory_order_acquire,
                                                  std::memory_order_relaxed))
                 {
                     w.missing = n - permits;
@@ -101,59 +128,128 @@ public:
             }
         }
         queue_.push_back(w);
+        w.queued.store(true, std::memory_order_relaxed);
         waiting_.store(waiting_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         return enqueue_result::queued;
     }
 
-    // Adds n permits: to the counter while nobody waits (lock-free), else to the oldest waiters.
-    // Throws std::overflow_error, changing nothing, if the counter would exceed max_permits.
-    void release(std::size_t n, waiter_list& done)
+    // A plain release: puts n permits into circulation. Returns false, changing nothing, if that
+    // would pass the bound or the counter would pass max_permits.
+    bool release(std::size_t n, waiter_list& done)
+    {
+        if (n == 0)
+            return true;
+        if (bounded_)
+        {
+            // Circulation <= bound <= max_permits, so the counter cannot overflow.
+            std::size_t room = room_.load(std::memory_order_relaxed);
+            do
+            {
+                if (room < n)
+                    return false;
+            } while (!room_.compare_exchange_weak(room, room - n, std::memory_order_acq_rel,
+                                                  std::memory_order_relaxed));
+        }
+        if (deposit(n, done, false))
+            return true;
+        if (bounded_) // unreachable while the invariants hold; leave the state as it was
+            leave_circulation(n);
+        return false;
+    }
+
+    // Permits a permit object held return to the semaphore: never fails. They stay in
+    // circulation. Only an unbounded counter can be full; the excess is then dropped.
+    void give_back(std::size_t n, waiter_list& done) { deposit(n, done, true); }
+
+    // permit::forget: the permits leave circulation for good.
+    void forget_permit(std::size_t n) noexcept
+    {
+        if (bounded_)
+            leave_circulation(n);
+    }
+
+    // add_permits: new permits enter circulation and, on a bounded core, the bound rises with
+    // them. Returns false, changing nothing, if the bound or the counter would pass max_permits.
+    bool add(std::size_t n, waiter_list& done)
+    {
+        if (!bounded_)
+            return deposit(n, done, false);
+        std::lock_guard<Mutex> lock(mutex_);
+        const std::size_t bound = bound_.load(std::memory_order_relaxed);
+        if (n > max_permits - bound)
+            return false;
+        bound_.store(bound + n, std::memory_order_relaxed);
+        deposit_locked(n, done, false);
+        return true;
+    }
+
+    // forget_permits: takes up to n permits out of the counter for good, and lowers the bound by
+    // as many. Nothing is in the counter while anyone waits or while there is a debt.
+    std::size_t forget(std::size_t n)
+    {
+        std::lock_guard<Mutex> lock(mutex_); // orders the bound with add and reduce
+        std::size_t s = state_.load(std::memory_order_relaxed);
+        std::size_t taken;
+        do
+        {
+            taken = (s >> shift) < n ? (s >> shift) : n;
+            if (taken == 0)
+                return 0;
+        } while (!state_.compare_exchange_weak(s, s - (taken << shift), std::memory_order_acquire,
+                                               std::memory_order_relaxed));
+        if (bounded_)
+            bound_.store(bound_.load(std::memory_order_relaxed) - taken, std::memory_order_relaxed);
+        return taken;
+    }
+
+    // reduce_permits: lowers the capacity by exactly n without waiting. What the counter cannot
+    // give now becomes a debt that the next permits to flow back pay before anyone is served.
+    // Throws std::invalid_argument if n exceeds the capacity, std::overflow_error if the debt would
+    // pass max_permits; nothing changes then.
+    void reduce(std::size_t n)
     {
         if (n == 0)
             return;
-        std::size_t s = state_.load(std::memory_order_relaxed);
-        while (!(s & queued_flag))
-        {
-            check_room(s, n);
-            if (state_.compare_exchange_weak(s, s + (n << shift), std::memory_order_release,
-                                             std::memory_order_relaxed))
-                return;
-        }
         std::lock_guard<Mutex> lock(mutex_);
-        s = state_.load(std::memory_order_relaxed);
-        if (!(s & queued_flag))
+        const std::size_t bound = bound_.load(std::memory_order_relaxed);
+        if (n > bound)
+            throw std::invalid_argument("asio_sync: reduce_permits exceeds the capacity");
+        std::size_t s = state_.load(std::memory_order_relaxed);
+        std::size_t taken;
+        for (;;)
         {
-            // The queue emptied while we were taking the mutex.
-            for (;;)
-            {
-                check_room(s, n);
-                if (state_.compare_exchange_weak(s, s + (n << shift), std::memory_order_release,
-                                                 std::memory_order_relaxed))
-                    return;
-            }
+            taken = (s >> shift) < n ? (s >> shift) : n;
+            if (n - taken > max_permits - debt_)
+                throw std::overflow_error("asio_sync: reduce_permits would owe more than max_permits");
+            // Short of n, the counter is emptied and the flag set in the same step.
+            const std::size_t next = taken == n ? s - (n << shift) : (s & closed_flag) | divert_flag;
+            if (state_.compare_exchange_weak(s, next, std::memory_order_acquire, std::memory_order_relaxed))
+                break;
         }
-        check_room(s, n); // the counter is empty here; the surplus is at most n
-        hand_off(n, done);
+        debt_ += n - taken;
+        if (bounded_)
+            bound_.store(bound - n, std::memory_order_relaxed);
     }
 
-    // Per-operation cancellation. `*ref` names the waiter, or is null once it has left the queue
-    // (granted or already cancelled), in which case nothing happens and false is returned.
-    // Otherwise the waiter moves to `done` with outcome::aborted and what it collected is handed
-    // to the waiters behind it.
-    bool cancel(semaphore_waiter* const* ref, waiter_list& done)
+    // Per-operation cancellation and timeouts. `*ref` names the waiter, or is null once it has
+    // left the queue. If the waiter is not queued (granted or cancelled already) nothing happens
+    // and false is returned. Otherwise the waiter moves to `done` with outcome `why` and what it
+    // collected is handed to the waiters behind it.
+    bool cancel(semaphore_waiter* const* ref, waiter_outcome why, waiter_list& done)
     {
         std::lock_guard<Mutex> lock(mutex_);
         semaphore_waiter* w = *ref;
-        if (!w)
+        if (!w || !w->queued.load(std::memory_order_relaxed))
             return false;
         const std::size_t collected = w->collected;
-        remove(*w, waiter_outcome::aborted, done);
+        remove(*w, why, done);
         hand_off(collected, done);
         return true;
     }
 
-    // Aborts every queued waiter with `why`; their collected permits return to the counter.
-    // With `close`, marks the semaphore closed in the same step. Returns how many were aborted.
+    // Aborts every queued waiter with `why`; their collected permits pay the debt, then return to
+    // the counter. With `close`, marks the semaphore closed in the same step. Returns how many
+    // were aborted.
     std::size_t abort_all(waiter_outcome why, bool close, waiter_list& done)
     {
         std::lock_guard<Mutex> lock(mutex_);
@@ -169,7 +265,9 @@ public:
         if (count != 0)
         {
             // The counter was empty while the queue was not; nothing else writes it now.
-            state_.store((returned << shift) | (s & closed_flag) | (close ? closed_flag : 0),
+            returned = pay_debt(returned);
+            state_.store((returned << shift) | (s & closed_flag) | (close ? closed_flag : 0) |
+                             (debt_ != 0 ? divert_flag : 0),
                          std::memory_order_release);
         }
         else if (close && !(s & closed_flag))
@@ -184,27 +282,93 @@ public:
 
 private:
     static constexpr std::size_t closed_flag = 1;
-    static constexpr std::size_t queued_flag = 2;
+    static constexpr std::size_t divert_flag = 2;
     static constexpr unsigned shift = 2;
 
-    static std::size_t checked(std::size_t initial_permits)
+    semaphore_core(std::size_t initial_permits, std::size_t bound, bool bounded)
+        : state_(checked(initial_permits, bound) << shift), bound_(bound), bounded_(bounded),
+          room_(bound - initial_permits)
     {
-        if (initial_permits > max_permits)
-            throw std::invalid_argument("asio_sync: initial permits exceed max_permits");
+    }
+
+    static std::size_t checked(std::size_t initial_permits, std::size_t bound)
+    {
+        if (bound > max_permits)
+            throw std::invalid_argument("asio_sync: the bound exceeds max_permits");
+        if (initial_permits > bound)
+            throw std::invalid_argument(bound == max_permits ? "asio_sync: initial permits exceed max_permits"
+                                                             : "asio_sync: initial permits exceed the bound");
         return initial_permits;
     }
 
-    static void check_room(std::size_t state, std::size_t n)
+    void leave_circulation(std::size_t n) noexcept { room_.fetch_add(n, std::memory_order_acq_rel); }
+
+    // Adds n permits: to the counter while nothing is diverted (lock-free), else to the debt and
+    // the oldest waiters. If the counter would pass max_permits, returns false and changes
+    // nothing, or with `clamp` adds what fits.
+    bool deposit(std::size_t n, waiter_list& done, bool clamp)
     {
-        if (n > max_permits - (state >> shift))
-            throw std::overflow_error("asio_sync: release would exceed max_permits");
+        if (n == 0)
+            return true;
+        std::size_t s = state_.load(std::memory_order_relaxed);
+        while (!(s & divert_flag))
+        {
+            const std::size_t fit = fitting(s, n, clamp);
+            if (fit != n && !clamp)
+                return false;
+            if (state_.compare_exchange_weak(s, s + (fit << shift), std::memory_order_release,
+                                             std::memory_order_relaxed))
+                return true;
+        }
+        std::lock_guard<Mutex> lock(mutex_);
+        return deposit_locked(n, done, clamp);
     }
 
-    // Called with the mutex held and the queued flag set (the queue may have just emptied).
-    // Serves the oldest waiters first, stops at one that stays partly served, and once the queue
-    // is empty clears the flag and puts the surplus in the counter.
+    bool deposit_locked(std::size_t n, waiter_list& done, bool clamp)
+    {
+        std::size_t s = state_.load(std::memory_order_relaxed);
+        if (s & divert_flag)
+        {
+            // The counter is empty: the surplus after the debt and the waiters is at most n.
+            const std::size_t fit = fitting(s, n, clamp);
+            if (fit != n && !clamp)
+                return false;
+            hand_off(fit, done);
+            return true;
+        }
+        // Nothing diverted any more (the queue emptied while we were taking the mutex).
+        for (;;)
+        {
+            const std::size_t fit = fitting(s, n, clamp);
+            if (fit != n && !clamp)
+                return false;
+            if (state_.compare_exchange_weak(s, s + (fit << shift), std::memory_order_release,
+                                             std::memory_order_relaxed))
+                return true;
+        }
+    }
+
+    // How many of n permits fit into the counter of `state`.
+    static std::size_t fitting(std::size_t state, std::size_t n, bool clamp) noexcept
+    {
+        const std::size_t space = max_permits - (state >> shift);
+        return n <= space ? n : (clamp ? space : 0);
+    }
+
+    std::size_t pay_debt(std::size_t n) noexcept
+    {
+        const std::size_t paid = n < debt_ ? n : debt_;
+        debt_ -= paid;
+        return n - paid;
+    }
+
+    // Called with the mutex held and divert_flag set (the queue may have just emptied, the debt
+    // just been paid). Pays the debt, then serves the oldest waiters first, stops at one that stays
+    // partly served, and once nothing is diverted any more clears the flag and puts the surplus in
+    // the counter.
     void hand_off(std::size_t n, waiter_list& done)
     {
+        n = pay_debt(n);
         while (n != 0)
         {
             semaphore_waiter* head = queue_.front();
@@ -218,10 +382,10 @@ private:
                 return;
             remove(*head, waiter_outcome::granted, done);
         }
-        if (queue_.empty())
+        if (queue_.empty() && debt_ == 0)
         {
-            // Still flagged as queued, so no lock-free path has touched the word: a plain store
-            // clears the flag and publishes the surplus in one step.
+            // Still flagged, so no lock-free path has touched the word: a plain store clears the
+            // flag and publishes the surplus in one step.
             const std::size_t s = state_.load(std::memory_order_relaxed);
             state_.store((n << shift) | (s & closed_flag), std::memory_order_release);
         }
@@ -230,19 +394,27 @@ private:
     void remove(semaphore_waiter& w, waiter_outcome why, waiter_list& done) noexcept
     {
         queue_.erase(w);
+        w.queued.store(false, std::memory_order_relaxed);
         waiting_.store(waiting_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
         if (w.cancel_ref)
             *w.cancel_ref = nullptr;
         w.outcome = why;
         if (why != waiter_outcome::granted)
             w.collected = 0; // the caller hands them on
+        else if (bounded_ && !w.to_permit)
+            leave_circulation(w.collected);
         done.push_back(w);
     }
 
-    // Lock-free paths hammer this word; keep it away from the mutex and the list.
+    // Lock-free paths hammer this word; keep it away from the mutex and the list. The bound and
+    // the flag next to it are read-mostly.
     alignas(64) Atomic<std::size_t> state_;
+    std::atomic<std::size_t> bound_; // written under the mutex
+    const bool bounded_;
     alignas(64) Mutex mutex_;
     waiter_list queue_;
+    std::size_t debt_ = 0; // guarded by the mutex
+    Atomic<std::size_t> room_;
     // A statistic for waiting(), written under the mutex; not part of the algorithm, so not a
     // step the test scheduler needs to interleave.
     std::atomic<std::size_t> waiting_{0};

@@ -17,6 +17,7 @@ class semaphore_service;
 struct semaphore_impl
 {
     explicit semaphore_impl(std::size_t initial_permits) : core(initial_permits) {}
+    semaphore_impl(std::size_t initial_permits, std::size_t bound) : core(initial_permits, bound) {}
 
     semaphore_core<> core;
     semaphore_impl* prev = nullptr; // service list, guarded by the service's mutex
@@ -55,6 +56,16 @@ public:
         if (impl.next)
             impl.next->prev = impl.prev;
         impl.service.store(nullptr, std::memory_order_relaxed);
+    }
+
+    // Runs f() under the service's lock. A semaphore unregisters under the same lock, after it has
+    // finished every waiter it aborted, so while f runs the semaphore of a waiter that is not
+    // finished yet still exists: what a timer expiring at any moment needs.
+    template <class Function>
+    void locked(Function&& f)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        f();
     }
 
 private:

@@ -1,15 +1,19 @@
 #ifndef ASIO_SYNC_DETAIL_WAITER_LIST_HPP
 #define ASIO_SYNC_DETAIL_WAITER_LIST_HPP
 
+#include <atomic>
 #include <cstddef>
 
 namespace asio_sync::detail {
 
 enum class waiter_outcome : unsigned char
 {
+    pending, // not decided yet
     granted,
     aborted,
     closed,
+    timed_out,
+    no_memory, // a timed acquire could not start its timer
 };
 
 // A queued acquire. It is a base of the operation object that holds the completion handler, so
@@ -23,7 +27,13 @@ struct semaphore_waiter
     // Where a per-operation cancellation handler keeps its pointer to this waiter; nulled under
     // the semaphore's mutex when the waiter leaves the queue, so a late cancellation finds nothing.
     semaphore_waiter** cancel_ref = nullptr;
-    waiter_outcome outcome = waiter_outcome::granted;
+    waiter_outcome outcome = waiter_outcome::pending; // set when the waiter leaves the queue
+    // Written under the semaphore's mutex. Atomic so that a timer may look at it under another
+    // lock (see timed_acquire_op).
+    std::atomic<bool> queued{false};
+    // The permits go to a permit object, which will return them: on a bounded semaphore they stay
+    // in circulation. A plain acquire takes its permits out of circulation.
+    bool to_permit = false;
 };
 
 // Intrusive doubly-linked FIFO of waiters: O(1) push, pop and erase, no allocation.

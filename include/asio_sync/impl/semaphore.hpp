@@ -4,35 +4,50 @@
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/query.hpp>
 
+#include <chrono>
+#include <stdexcept>
 #include <utility>
 
 namespace asio_sync {
 
 template <class Executor>
-template <class Grant>
+template <class Grant, class Timeout>
 class basic_semaphore<Executor>::initiate_async_acquire
 {
 public:
     using executor_type = Executor;
 
-    initiate_async_acquire(basic_semaphore* self, const Grant& grant) noexcept : self_(self), grant_(grant) {}
+    initiate_async_acquire(basic_semaphore* self, const Grant& grant, Timeout timeout) noexcept
+        : self_(self), grant_(grant), timeout_(timeout)
+    {
+    }
 
     const executor_type& get_executor() const noexcept { return self_->get_executor(); }
 
     template <class Handler>
     void operator()(Handler&& handler, std::size_t n) const
     {
-        self_->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), n, grant_);
+        self_->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), n, grant_, timeout_);
     }
 
 private:
     basic_semaphore* self_;
     Grant grant_;
+    Timeout timeout_;
 };
 
 template <class Executor>
 basic_semaphore<Executor>::basic_semaphore(const executor_type& ex, std::size_t initial_permits)
     : executor_(ex), impl_(initial_permits)
+{
+    boost::asio::execution_context& ctx = boost::asio::query(executor_, boost::asio::execution::context);
+    boost::asio::use_service<detail::semaphore_service>(ctx).add(impl_);
+}
+
+template <class Executor>
+basic_semaphore<Executor>::basic_semaphore(const executor_type& ex, std::size_t initial_permits,
+                                           std::size_t bound)
+    : executor_(ex), impl_(initial_permits, bound)
 {
     boost::asio::execution_context& ctx = boost::asio::query(executor_, boost::asio::execution::context);
     boost::asio::use_service<detail::semaphore_service>(ctx).add(impl_);
@@ -49,21 +64,33 @@ basic_semaphore<Executor>::~basic_semaphore()
 }
 
 template <class Executor>
-template <class Handler, class Grant>
-void basic_semaphore<Executor>::start_acquire(Handler handler, std::size_t n, const Grant& grant)
+template <class Handler, class Grant, class Timeout>
+void basic_semaphore<Executor>::start_acquire(Handler handler, std::size_t n, const Grant& grant,
+                                              Timeout timeout)
 {
-    using op_type = detail::acquire_op<Handler, Executor, Grant>;
+    constexpr bool timed = std::is_same_v<Timeout, timeout_type>;
+    using op_type = std::conditional_t<timed, detail::timed_acquire_op<Handler, Executor, Grant>,
+                                       detail::acquire_op<Handler, Executor, Grant>>;
     using cancellation_type = detail::acquire_cancellation<detail::semaphore_core<>>;
     using enqueue_result = detail::semaphore_core<>::enqueue_result;
 
-    if (n > max_permits)
+    if (n > impl_.core.capacity())
         return detail::post_completion(std::move(handler), executor_, grant, error::too_many_permits);
-    if (impl_.core.try_acquire(n))
+    if (impl_.core.try_acquire(n, Grant::to_permit))
         return detail::post_completion(std::move(handler), executor_, grant, {});
     if (n == 0) // try_acquire(0) fails only once closed
         return detail::post_completion(std::move(handler), executor_, grant, error::closed);
 
-    op_type* op = op_type::create(std::move(handler), executor_, grant);
+    op_type* op;
+    if constexpr (timed)
+        op = op_type::create(std::move(handler), executor_, grant, impl_);
+    else
+        op = op_type::create(std::move(handler), executor_, grant);
+    // A timed operation stays alive until initiated() (its initiator's reference).
+    const auto initiated = [&](bool queued) {
+        if constexpr (timed)
+            op->initiated(queued, timeout);
+    };
     auto& slot = op->slot();
     if (slot.is_connected())
     {
@@ -75,24 +102,96 @@ void basic_semaphore<Executor>::start_acquire(Handler handler, std::size_t n, co
         catch (...)
         {
             op->destroy();
+            initiated(false);
             throw;
         }
     }
     const enqueue_result result = impl_.core.enqueue(*op, n);
-    if (result == enqueue_result::queued)
-        return;
-    // Decided without queueing: nobody else knows of the operation yet.
-    if (slot.is_connected())
-        slot.clear();
-    op->complete(result == enqueue_result::granted ? boost::system::error_code() : error::closed);
+    if (result != enqueue_result::queued)
+    {
+        // Decided without queueing: nobody else knows of the operation yet.
+        if (slot.is_connected())
+            slot.clear();
+        op->complete(result == enqueue_result::granted ? boost::system::error_code() : error::closed);
+    }
+    initiated(result == enqueue_result::queued);
+}
+
+template <class Executor>
+template <class Rep, class Period>
+typename basic_semaphore<Executor>::timeout_type
+basic_semaphore<Executor>::to_timeout(const std::chrono::duration<Rep, Period>& timeout)
+{
+    // Saturates instead of overflowing; the timer saturates again when it adds the current time.
+    if (timeout <= timeout.zero())
+        return timeout_type::zero();
+    if (std::chrono::duration<double>(timeout) >= std::chrono::duration<double>(timeout_type::max()))
+        return timeout_type::max();
+    return std::chrono::ceil<timeout_type>(timeout);
+}
+
+template <class Executor>
+std::tuple<boost::system::error_code, typename basic_semaphore<Executor>::permit>
+basic_semaphore<Executor>::permit_grant::operator()(boost::system::error_code ec) const
+{
+    return {ec, permit(*semaphore, ec ? 0 : n)};
+}
+
+template <class Executor>
+auto basic_semaphore<Executor>::try_acquire_permit(std::size_t n) -> std::optional<permit>
+{
+    if (!impl_.core.try_acquire(n, true))
+        return std::nullopt;
+    return permit(*this, n);
 }
 
 template <class Executor>
 void basic_semaphore<Executor>::release(std::size_t n)
 {
     detail::waiter_list done;
-    impl_.core.release(n, done);
+    if (!impl_.core.release(n, done))
+        throw std::overflow_error(impl_.core.bounded()
+                                      ? "asio_sync: release would exceed the semaphore's bound"
+                                      : "asio_sync: release would exceed max_permits");
     detail::complete_all(done);
+}
+
+template <class Executor>
+bool basic_semaphore<Executor>::try_release(std::size_t n) noexcept
+{
+    detail::waiter_list done;
+    const bool released = impl_.core.release(n, done);
+    detail::complete_all(done);
+    return released;
+}
+
+template <class Executor>
+void basic_semaphore<Executor>::give_back(std::size_t n)
+{
+    detail::waiter_list done;
+    impl_.core.give_back(n, done);
+    detail::complete_all(done);
+}
+
+template <class Executor>
+void basic_semaphore<Executor>::add_permits(std::size_t n)
+{
+    detail::waiter_list done;
+    if (!impl_.core.add(n, done))
+        throw std::overflow_error("asio_sync: add_permits would exceed max_permits");
+    detail::complete_all(done);
+}
+
+template <class Executor>
+std::size_t basic_semaphore<Executor>::forget_permits(std::size_t n)
+{
+    return impl_.core.forget(n);
+}
+
+template <class Executor>
+void basic_semaphore<Executor>::reduce_permits(std::size_t n)
+{
+    impl_.core.reduce(n);
 }
 
 template <class Executor>

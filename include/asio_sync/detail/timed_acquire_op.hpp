@@ -1,0 +1,163 @@
+#ifndef ASIO_SYNC_DETAIL_TIMED_ACQUIRE_OP_HPP
+#define ASIO_SYNC_DETAIL_TIMED_ACQUIRE_OP_HPP
+
+#include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/semaphore_service.hpp>
+
+#include <boost/asio/basic_waitable_timer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <utility>
+
+namespace asio_sync::detail {
+
+// An acquire with a time limit. Its timer lives in the operation, which therefore has up to three
+// owners: the queue side (completed or destroyed through func_, like any acquire), the initiator
+// until it has started the timer, and the timer's wait handler. The memory goes with the last.
+//
+// The timer starts only once the waiter is queued, so an expiry always finds it queued or gone.
+// The initiator and the queue side agree through `stage_` on which of them cancels the timer, so
+// the timer object is never used by two threads at once. The expiry reaches the semaphore under
+// its service's lock and only while the waiter is still queued: the semaphore cannot finish its
+// destructor meanwhile (see semaphore_service::locked).
+template <class Handler, class IoExecutor, class Grant>
+class timed_acquire_op final : public acquire_op_base
+{
+public:
+    using parts_type = acquire_parts<Handler, IoExecutor, Grant>;
+    using clock_type = std::chrono::steady_clock;
+    using timer_type =
+        boost::asio::basic_waitable_timer<clock_type, boost::asio::wait_traits<clock_type>, IoExecutor>;
+
+    timed_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, semaphore_impl& impl)
+        : acquire_op_base(&do_func), parts_(std::move(handler), io_ex, grant), alloc_(parts_.get_allocator()),
+          timer_(io_ex), impl_(&impl), service_(impl.service.load(std::memory_order_acquire))
+    {
+        to_permit = Grant::to_permit;
+    }
+
+    static timed_acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant,
+                                    semaphore_impl& impl)
+    {
+        return allocate_op<timed_acquire_op>(get_handler_allocator(handler), std::move(handler), io_ex, grant,
+                                             impl);
+    }
+
+    typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
+
+    // The initiator's last step: starts the timer if the waiter was queued, then lets go.
+    void initiated(bool queued, clock_type::duration timeout)
+    {
+        if (queued)
+            start_timer(timeout);
+        release();
+    }
+
+private:
+    enum stage : unsigned char
+    {
+        initiating,
+        timing, // the timer is started; the queue side cancels it
+        finished,
+    };
+
+    // The timer's wait handler: owns a reference to the operation, even if it is destroyed
+    // without running (context shutdown).
+    class expiry
+    {
+    public:
+        using allocator_type = typename parts_type::allocator_type;
+
+        explicit expiry(timed_acquire_op* op) noexcept : op_(op), alloc_(op->alloc_)
+        {
+            op->owners_.fetch_add(1, std::memory_order_relaxed);
+        }
+
+        expiry(expiry&& other) noexcept : op_(std::exchange(other.op_, nullptr)), alloc_(other.alloc_) {}
+        expiry& operator=(expiry&&) = delete;
+
+        ~expiry()
+        {
+            if (op_)
+                op_->release();
+        }
+
+        allocator_type get_allocator() const noexcept { return alloc_; }
+
+        void operator()(boost::system::error_code ec)
+        {
+            timed_acquire_op* op = std::exchange(op_, nullptr);
+            if (!ec)
+                op->expire();
+            op->release();
+        }
+
+    private:
+        timed_acquire_op* op_;
+        allocator_type alloc_;
+    };
+
+    void start_timer(clock_type::duration timeout)
+    {
+        try
+        {
+            timer_.expires_after(timeout);
+            timer_.async_wait(expiry(this));
+        }
+        catch (...)
+        {
+            // Without a timer there is no time limit: the acquire leaves the queue (unless it was
+            // granted meanwhile) and reports it. The handler is posted, as always.
+            waiter_list done;
+            semaphore_waiter* self = this;
+            impl_->core.cancel(&self, waiter_outcome::no_memory, done);
+            complete_all(done);
+        }
+        if (stage_.exchange(timing, std::memory_order_acq_rel) == finished)
+            timer_.cancel();
+    }
+
+    void expire()
+    {
+        if (!service_)
+            return; // the context had shut down before the acquire began
+        waiter_list done;
+        service_->locked([&] {
+            if (!queued.load(std::memory_order_relaxed))
+                return; // granted or cancelled: the semaphore may be gone
+            semaphore_waiter* self = this;
+            impl_->core.cancel(&self, waiter_outcome::timed_out, done);
+        });
+        complete_all(done);
+    }
+
+    void release() noexcept
+    {
+        if (owners_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+            deallocate_op(this, alloc_);
+    }
+
+    static void do_func(acquire_op_base* base, const boost::system::error_code* ec)
+    {
+        auto* op = static_cast<timed_acquire_op*>(base);
+        parts_type parts(std::move(op->parts_));
+        if (op->stage_.exchange(finished, std::memory_order_acq_rel) == timing)
+            op->timer_.cancel();
+        op->release();
+        if (ec)
+            parts.complete(*ec);
+    }
+
+    parts_type parts_;
+    typename parts_type::allocator_type alloc_;
+    timer_type timer_;
+    semaphore_impl* impl_;
+    semaphore_service* service_;
+    std::atomic<unsigned char> owners_{2}; // the queue side and the initiator
+    std::atomic<stage> stage_{initiating};
+};
+
+} // namespace asio_sync::detail
+
+#endif // ASIO_SYNC_DETAIL_TIMED_ACQUIRE_OP_HPP
