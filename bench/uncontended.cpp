@@ -69,6 +69,43 @@ void BM_try_acquire_release(benchmark::State& state)
 BENCHMARK_TEMPLATE(BM_try_acquire_release, asio_sync::semaphore);
 BENCHMARK_TEMPLATE(BM_try_acquire_release, io_semaphore);
 
+// The same pair on a bounded semaphore, whose plain acquire and release also keep the bound's
+// account.
+void BM_try_acquire_release_bounded(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    asio_sync::semaphore sem(ctx, 1, 1);
+    std::size_t failures = 0;
+    for (auto _ : state)
+    {
+        const bool acquired = sem.try_acquire();
+        benchmark::DoNotOptimize(acquired);
+        failures += !acquired;
+        failures += !sem.try_release();
+        benchmark::ClobberMemory();
+    }
+    if (failures != 0 || sem.available() != 1)
+        state.SkipWithError("bounded try pair failed");
+}
+BENCHMARK(BM_try_acquire_release_bounded);
+
+// The pair through a permit object, which gives its permit back when it goes.
+void BM_try_acquire_permit(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    asio_sync::semaphore sem(ctx, 1);
+    std::size_t failures = 0;
+    for (auto _ : state)
+    {
+        auto permit = sem.try_acquire_permit();
+        benchmark::DoNotOptimize(permit);
+        failures += !permit;
+    }
+    if (failures != 0 || sem.available() != 1)
+        state.SkipWithError("try_acquire_permit failed with a permit available");
+}
+BENCHMARK(BM_try_acquire_permit);
+
 // One link of a chain of bare posts: the handler posts its successor until the chain is done.
 struct post_link
 {

@@ -22,7 +22,8 @@ enum class error
     closed = 1,
 
     /// More permits were asked for than the object can ever grant: more than `max_permits`, or
-    /// more than a bounded semaphore's capacity at the time of the call. Nothing was queued.
+    /// more than a bounded semaphore's capacity, at the call (nothing was queued) or because
+    /// `reduce_permits` lowered the capacity while the acquire waited (it holds nothing).
     too_many_permits,
 
     /// A timed acquire (`async_acquire_for`, `async_acquire_permit_for`) ran out of time before

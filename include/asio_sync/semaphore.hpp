@@ -146,7 +146,8 @@ public:
     /// **Errors:**
     /// - none: the caller now holds `n` permits. `n == 0` succeeds at once unless closed.
     /// - `asio_sync::error::too_many_permits`: `n > capacity()` (for an unbounded semaphore,
-    ///   `n > max_permits`). Nothing was queued.
+    ///   `n > max_permits`); nothing was queued. Or `reduce_permits` lowered a bounded
+    ///   semaphore's capacity below `n` while the operation waited.
     /// - `asio_sync::error::closed`: the semaphore is closed, or was closed while this waited.
     /// - `boost::asio::error::operation_aborted`: cancelled by per-operation cancellation,
     ///   `cancel()` or the semaphore's destruction.
@@ -319,7 +320,9 @@ public:
     /// flows back afterwards (a release, a permit returning, a cancelled acquire's collected
     /// permits, `add_permits`) pays the debt before anything reaches the counter or a queued
     /// acquire. While in debt, `available()` is 0, `try_acquire` fails and acquires queue. A bounded
-    /// semaphore's bound drops by `n` at once. Does not re-open a closed semaphore.
+    /// semaphore's bound drops by `n` at once, and queued acquires that ask for more than the new
+    /// bound complete with `asio_sync::error::too_many_permits` (posted), handing on what they
+    /// had collected. Does not re-open a closed semaphore.
     ///
     /// @throws std::invalid_argument if `n > capacity()`; std::overflow_error if the debt would
     /// exceed `max_permits`. Nothing changes.

@@ -35,6 +35,8 @@ inline boost::system::error_code to_error_code(waiter_outcome outcome) noexcept
         return error::closed;
     case waiter_outcome::timed_out:
         return error::timed_out;
+    case waiter_outcome::too_many:
+        return error::too_many_permits;
     case waiter_outcome::no_memory:
         return boost::asio::error::no_memory;
     }

@@ -46,6 +46,7 @@ public:
         granted, // all n permits taken, the waiter was not queued
         queued,
         closed,
+        too_many, // n exceeds a bounded core's capacity
     };
 
     explicit semaphore_core(std::size_t initial_permits) : semaphore_core(initial_permits, max_permits, false)
@@ -100,6 +101,8 @@ public:
         std::size_t s = state_.load(std::memory_order_relaxed);
         if (s & closed_flag)
             return enqueue_result::closed;
+        if (n > bound_.load(std::memory_order_relaxed)) // checked again under the mutex: reduce races
+            return enqueue_result::too_many;
         w.missing = n;
         w.collected = 0;
         if (!(s & divert_flag))
@@ -204,9 +207,10 @@ public:
 
     // reduce_permits: lowers the capacity by exactly n without waiting. What the counter cannot
     // give now becomes a debt that the next permits to flow back pay before anyone is served.
+    // Queued waiters that ask for more than a bounded core's new capacity fail (too_many).
     // Throws std::invalid_argument if n exceeds the capacity, std::overflow_error if the debt would
     // pass max_permits; nothing changes then.
-    void reduce(std::size_t n)
+    void reduce(std::size_t n, waiter_list& done)
     {
         if (n == 0)
             return;
@@ -228,7 +232,10 @@ public:
         }
         debt_ += n - taken;
         if (bounded_)
+        {
             bound_.store(bound - n, std::memory_order_relaxed);
+            abort_oversized(done);
+        }
     }
 
     // Per-operation cancellation and timeouts. `*ref` names the waiter, or is null once it has
@@ -299,6 +306,28 @@ private:
             throw std::invalid_argument(bound == max_permits ? "asio_sync: initial permits exceed max_permits"
                                                              : "asio_sync: initial permits exceed the bound");
         return initial_permits;
+    }
+
+    // After the bound dropped: waiters that could never be served leave, and what they collected
+    // is handed on like a cancelled waiter's.
+    void abort_oversized(waiter_list& done)
+    {
+        const std::size_t bound = bound_.load(std::memory_order_relaxed);
+        std::size_t returned = 0;
+        bool removed = false;
+        for (semaphore_waiter* w = queue_.front(); w;)
+        {
+            semaphore_waiter* next = w->next;
+            if (w->missing + w->collected > bound)
+            {
+                returned += w->collected;
+                remove(*w, waiter_outcome::too_many, done);
+                removed = true;
+            }
+            w = next;
+        }
+        if (removed)
+            hand_off(returned, done);
     }
 
     void leave_circulation(std::size_t n) noexcept { room_.fetch_add(n, std::memory_order_acq_rel); }

@@ -13,6 +13,7 @@ enum class waiter_outcome : unsigned char
     aborted,
     closed,
     timed_out,
+    too_many,  // asks for more than a bounded semaphore's capacity, lowered while it waited
     no_memory, // a timed acquire could not start its timer
 };
 

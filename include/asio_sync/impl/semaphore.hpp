@@ -112,7 +112,9 @@ void basic_semaphore<Executor>::start_acquire(Handler handler, std::size_t n, co
         // Decided without queueing: nobody else knows of the operation yet.
         if (slot.is_connected())
             slot.clear();
-        op->complete(result == enqueue_result::granted ? boost::system::error_code() : error::closed);
+        op->complete(result == enqueue_result::granted ? boost::system::error_code()
+                     : result == enqueue_result::closed    ? error::closed
+                                                           : error::too_many_permits);
     }
     initiated(result == enqueue_result::queued);
 }
@@ -191,7 +193,9 @@ std::size_t basic_semaphore<Executor>::forget_permits(std::size_t n)
 template <class Executor>
 void basic_semaphore<Executor>::reduce_permits(std::size_t n)
 {
-    impl_.core.reduce(n);
+    detail::waiter_list done;
+    impl_.core.reduce(n, done);
+    detail::complete_all(done);
 }
 
 template <class Executor>
