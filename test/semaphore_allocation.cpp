@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <new>
 
@@ -102,12 +103,70 @@ struct waiting_chain
     }
 };
 
+// The same with permit acquires: each completion queues the next acquire, and the permit it
+// received, returning when the handler ends, is what grants it. The last one is forgotten, so
+// that the counter is empty again for the next chain.
 template <class Semaphore>
+struct waiting_permit_chain
+{
+    Semaphore* sem;
+    counting_allocator<void> alloc;
+    int* left;
+    int* succeeded;
+
+    void operator()(error_code ec, typename Semaphore::permit p) const
+    {
+        *succeeded += !ec && p.count() == 1;
+        if (--*left > 0)
+            queue();
+        else
+            p.forget();
+    }
+
+    void queue() const
+    {
+        sem->async_acquire_permit(1, asio::bind_allocator(alloc, *this));
+        BOOST_REQUIRE(sem->waiting() == 1u);
+    }
+
+    void start() const
+    {
+        queue();
+        sem->release();
+    }
+};
+
+// The same with timed acquires that are granted before their time runs out: each one starts a
+// timer, which the grant cancels.
+template <class Semaphore>
+struct waiting_timed_chain
+{
+    Semaphore* sem;
+    counting_allocator<void> alloc;
+    int* left;
+    int* succeeded;
+
+    void operator()(error_code ec) const
+    {
+        *succeeded += !ec;
+        if (--*left > 0)
+            start();
+    }
+
+    void start() const
+    {
+        sem->async_acquire_for(1, std::chrono::hours(1), asio::bind_allocator(alloc, *this));
+        BOOST_REQUIRE(sem->waiting() == 1u);
+        sem->release();
+    }
+};
+
+template <template <class> class Chain = waiting_chain, class Semaphore>
 void run_chain(asio::io_context& ctx, Semaphore& sem, allocation_counts& counts, int rounds)
 {
     int left = rounds;
     int succeeded = 0;
-    waiting_chain<Semaphore> chain{&sem, counting_allocator<void>(counts), &left, &succeeded};
+    Chain<Semaphore> chain{&sem, counting_allocator<void>(counts), &left, &succeeded};
     asio::post(ctx, [chain] { chain.start(); });
     ctx.restart();
     ctx.run();
@@ -125,13 +184,13 @@ void check_no_global_allocation(std::size_t news)
 
 // Runs `rounds` waits after a warm-up (which fills Asio's per-thread caches) and checks that none
 // of them called the global operator new; `counts` receives what the handlers' allocator saw.
-template <class Semaphore>
+template <template <class> class Chain = waiting_chain, class Semaphore>
 void measure_waits(asio::io_context& ctx, Semaphore& sem, allocation_counts& counts, int rounds)
 {
     allocation_counts warmup;
-    run_chain(ctx, sem, warmup, 10);
+    run_chain<Chain>(ctx, sem, warmup, 10);
     const std::size_t news_before = global_news.load();
-    run_chain(ctx, sem, counts, rounds);
+    run_chain<Chain>(ctx, sem, counts, rounds);
     check_no_global_allocation(global_news.load() - news_before);
     BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
 }
@@ -178,6 +237,80 @@ BOOST_AUTO_TEST_CASE(an_immediate_acquire_allocates_no_operation)
     ctx.run();
     BOOST_TEST(completed == 1);
     BOOST_TEST(counts.deallocations.load() == 1u);
+}
+
+// A permit acquire that waits, granted by a permit coming back: the operation and the submission
+// through the handler's allocator, nothing else. The permit itself lives in the completion.
+BOOST_AUTO_TEST_CASE(a_permit_wait_allocates_only_through_the_handler_allocator)
+{
+    constexpr int rounds = 1000;
+    {
+        asio::io_context ctx(1);
+        asio_sync::basic_semaphore<asio::io_context::executor_type> sem(ctx.get_executor(), 0);
+        allocation_counts counts;
+        measure_waits<waiting_permit_chain>(ctx, sem, counts, rounds);
+        BOOST_TEST(counts.allocations.load() >= std::size_t(rounds));
+        BOOST_TEST(sem.available() == 0u);
+    }
+    {
+        asio::io_context ctx(1);
+        asio_sync::semaphore sem(ctx, 0);
+        allocation_counts counts;
+        measure_waits<waiting_permit_chain>(ctx, sem, counts, rounds);
+        BOOST_TEST(counts.allocations.load() == std::size_t(rounds));
+        BOOST_TEST(sem.available() == 0u);
+    }
+}
+
+// A timed acquire that waits allocates twice through the handler's allocator (the operation,
+// which holds the timer, and the timer's wait) and nothing through operator new.
+BOOST_AUTO_TEST_CASE(a_timed_wait_allocates_only_through_the_handler_allocator)
+{
+    constexpr int rounds = 1000;
+    {
+        asio::io_context ctx(1);
+        asio_sync::basic_semaphore<asio::io_context::executor_type> sem(ctx.get_executor(), 0);
+        allocation_counts counts;
+        measure_waits<waiting_timed_chain>(ctx, sem, counts, rounds);
+        BOOST_TEST(counts.allocations.load() >= std::size_t(2 * rounds));
+        BOOST_TEST(sem.available() == 0u);
+    }
+    {
+        asio::io_context ctx(1);
+        asio_sync::semaphore sem(ctx, 0);
+        allocation_counts counts;
+        measure_waits<waiting_timed_chain>(ctx, sem, counts, rounds);
+        BOOST_TEST(counts.allocations.load() == std::size_t(2 * rounds));
+        BOOST_TEST(sem.available() == 0u);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(immediate_permit_and_timed_acquires_allocate_no_operation)
+{
+    asio::io_context ctx(1);
+    asio_sync::basic_semaphore<asio::io_context::executor_type> sem(ctx.get_executor(), 3);
+    allocation_counts permit_counts;
+    allocation_counts timed_counts;
+    allocation_counts timed_permit_counts;
+    int completed = 0;
+    using permit = asio_sync::basic_semaphore<asio::io_context::executor_type>::permit;
+    sem.async_acquire_permit(1, asio::bind_allocator(counting_allocator<void>(permit_counts),
+                                                     [&](error_code ec, permit) { completed += !ec; }));
+    sem.async_acquire_for(1, std::chrono::hours(1),
+                          asio::bind_allocator(counting_allocator<void>(timed_counts),
+                                               [&](error_code ec) { completed += !ec; }));
+    sem.async_acquire_permit_for(1, std::chrono::hours(1),
+                                 asio::bind_allocator(counting_allocator<void>(timed_permit_counts),
+                                                      [&](error_code ec, permit) { completed += !ec; }));
+    // Only the completions' submissions: no operation, no timer.
+    BOOST_TEST(permit_counts.allocations.load() == 1u);
+    BOOST_TEST(timed_counts.allocations.load() == 1u);
+    BOOST_TEST(timed_permit_counts.allocations.load() == 1u);
+    ctx.run();
+    BOOST_TEST(completed == 3);
+    BOOST_TEST(permit_counts.deallocations.load() == 1u);
+    BOOST_TEST(timed_counts.deallocations.load() == 1u);
+    BOOST_TEST(timed_permit_counts.deallocations.load() == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -66,7 +66,7 @@ inline scheduler*& active() noexcept
 }
 } // namespace detail
 
-// One run of a scenario: its logical threads, an invariant checked before every step, and the
+// One run of a scenario: its logical threads, an invariant checked after every step, and the
 // checks made once every thread has finished. A failure is recorded, not thrown.
 class scenario
 {
@@ -116,12 +116,11 @@ public:
             current_ = next;
             asio_sync_dsched_switch(&main_sp_, fibers_[next].sp);
             current_ = none;
-            if (!fibers_[next].finished)
-            {
-                checking_ = true;
-                scenario_.check_step();
-                checking_ = false;
-            }
+            // Also after a thread's last step: checks that compare with the previous step must
+            // see every step.
+            checking_ = true;
+            scenario_.check_step();
+            checking_ = false;
         }
         detail::active() = nullptr;
         bool all_finished = true;
@@ -228,17 +227,20 @@ private:
 
     void yield() { asio_sync_dsched_switch(&fibers_[current_].sp, main_sp_); }
 
+    bool runnable(const fiber& f) const noexcept { return !f.finished && !f.blocked_on; }
+
+    // Picks among the runnable threads without allocating: this runs before every step.
     std::size_t choose()
     {
-        std::vector<std::size_t> runnable;
-        for (std::size_t i = 0; i < fibers_.size(); ++i)
-            if (!fibers_[i].finished && !fibers_[i].blocked_on)
-                runnable.push_back(i);
-        if (runnable.empty())
+        std::size_t count = 0;
+        for (const fiber& f : fibers_)
+            count += runnable(f);
+        if (count == 0)
             return none;
-        if (runnable.size() == 1)
-            return runnable.front();
-        return runnable[decide_(runnable.size())];
+        std::size_t pick = count == 1 ? 0 : decide_(count);
+        for (std::size_t i = 0;; ++i)
+            if (runnable(fibers_[i]) && pick-- == 0)
+                return i;
     }
 
     scenario& scenario_;
@@ -328,6 +330,9 @@ public:
         locked_ = false;
         scheduler::wake(this);
     }
+
+    // For invariants that hold only while nobody is inside the critical section.
+    bool locked() const noexcept { return locked_; }
 
 private:
     bool locked_ = false;
