@@ -385,13 +385,25 @@ private:
             initiate_async_acquire<Grant, Timeout>(this, grant, timeout), token, n);
     }
 
+    // The immediate grant stays small enough to inline; everything else is start_other_acquire.
     template <class Handler, class Grant, class Timeout>
-    void start_acquire(Handler handler, std::size_t n, const Grant& grant, Timeout timeout);
+    void start_acquire(Handler handler, std::size_t n, const Grant& grant, Timeout timeout)
+    {
+        if (impl_.core.try_acquire(n, Grant::to_permit))
+            return detail::post_completion(std::move(handler), executor_, grant, {});
+        start_other_acquire(std::move(handler), n, grant, timeout);
+    }
+
+    template <class Handler, class Grant, class Timeout>
+    void start_other_acquire(Handler handler, std::size_t n, const Grant& grant, Timeout timeout);
 
     template <class Rep, class Period>
     static timeout_type to_timeout(const std::chrono::duration<Rep, Period>& timeout);
 
     void give_back(std::size_t n);
+
+    // Out of line, so that release() stays small enough to inline.
+    [[noreturn]] void throw_release_overflow() const;
 
     executor_type executor_;
     detail::semaphore_impl impl_;

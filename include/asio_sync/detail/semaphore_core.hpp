@@ -3,6 +3,8 @@
 
 #include <asio_sync/detail/waiter_list.hpp>
 
+#include <boost/config.hpp>
+
 #include <atomic>
 #include <cstddef>
 #include <limits>
@@ -74,7 +76,7 @@ public:
 
     // Lock-free. Fails when closed, when the semaphore is diverting permits (someone is queued or
     // there is a debt) and n > 0, or when fewer than n are there.
-    bool try_acquire(std::size_t n, bool to_permit = false) noexcept
+    BOOST_FORCEINLINE bool try_acquire(std::size_t n, bool to_permit = false) noexcept
     {
         std::size_t s = state_.load(std::memory_order_relaxed);
         for (;;)
@@ -137,27 +139,13 @@ public:
     }
 
     // A plain release: puts n permits into circulation. Returns false, changing nothing, if that
-    // would pass the bound or the counter would pass max_permits.
-    bool release(std::size_t n, waiter_list& done)
+    // would pass the bound or the counter would pass max_permits. Forced inline, with the bounded
+    // and locked parts out of line: the unbounded lock-free case is the hot path of most programs.
+    BOOST_FORCEINLINE bool release(std::size_t n, waiter_list& done)
     {
-        if (n == 0)
-            return true;
         if (bounded_)
-        {
-            // Circulation <= bound <= max_permits, so the counter cannot overflow.
-            std::size_t room = room_.load(std::memory_order_relaxed);
-            do
-            {
-                if (room < n)
-                    return false;
-            } while (!room_.compare_exchange_weak(room, room - n, std::memory_order_acq_rel,
-                                                  std::memory_order_relaxed));
-        }
-        if (deposit(n, done, false))
-            return true;
-        if (bounded_) // unreachable while the invariants hold; leave the state as it was
-            leave_circulation(n);
-        return false;
+            return release_bounded(n, done);
+        return deposit(n, done, false);
     }
 
     // Permits a permit object held return to the semaphore: never fails. They stay in
@@ -332,10 +320,28 @@ private:
 
     void leave_circulation(std::size_t n) noexcept { room_.fetch_add(n, std::memory_order_acq_rel); }
 
+    BOOST_NOINLINE bool release_bounded(std::size_t n, waiter_list& done)
+    {
+        if (n == 0)
+            return true;
+        // Circulation <= bound <= max_permits, so the counter cannot overflow.
+        std::size_t room = room_.load(std::memory_order_relaxed);
+        do
+        {
+            if (room < n)
+                return false;
+        } while (
+            !room_.compare_exchange_weak(room, room - n, std::memory_order_acq_rel, std::memory_order_relaxed));
+        if (deposit(n, done, false))
+            return true;
+        leave_circulation(n); // unreachable while the invariants hold; leave the state as it was
+        return false;
+    }
+
     // Adds n permits: to the counter while nothing is diverted (lock-free), else to the debt and
     // the oldest waiters. If the counter would pass max_permits, returns false and changes
     // nothing, or with `clamp` adds what fits.
-    bool deposit(std::size_t n, waiter_list& done, bool clamp)
+    BOOST_FORCEINLINE bool deposit(std::size_t n, waiter_list& done, bool clamp)
     {
         if (n == 0)
             return true;
@@ -349,6 +355,11 @@ private:
                                              std::memory_order_relaxed))
                 return true;
         }
+        return deposit_diverted(n, done, clamp);
+    }
+
+    BOOST_NOINLINE bool deposit_diverted(std::size_t n, waiter_list& done, bool clamp)
+    {
         std::lock_guard<Mutex> lock(mutex_);
         return deposit_locked(n, done, clamp);
     }

@@ -65,8 +65,8 @@ basic_semaphore<Executor>::~basic_semaphore()
 
 template <class Executor>
 template <class Handler, class Grant, class Timeout>
-void basic_semaphore<Executor>::start_acquire(Handler handler, std::size_t n, const Grant& grant,
-                                              Timeout timeout)
+void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t n, const Grant& grant,
+                                                    Timeout timeout)
 {
     constexpr bool timed = std::is_same_v<Timeout, timeout_type>;
     using op_type = std::conditional_t<timed, detail::timed_acquire_op<Handler, Executor, Grant>,
@@ -74,10 +74,9 @@ void basic_semaphore<Executor>::start_acquire(Handler handler, std::size_t n, co
     using cancellation_type = detail::acquire_cancellation<detail::semaphore_core<>>;
     using enqueue_result = detail::semaphore_core<>::enqueue_result;
 
+    // try_acquire(n) has failed: n is more than the counter holds, someone is queued, or closed.
     if (n > impl_.core.capacity())
         return detail::post_completion(std::move(handler), executor_, grant, error::too_many_permits);
-    if (impl_.core.try_acquire(n, Grant::to_permit))
-        return detail::post_completion(std::move(handler), executor_, grant, {});
     if (n == 0) // try_acquire(0) fails only once closed
         return detail::post_completion(std::move(handler), executor_, grant, error::closed);
 
@@ -148,14 +147,19 @@ auto basic_semaphore<Executor>::try_acquire_permit(std::size_t n) -> std::option
 }
 
 template <class Executor>
-void basic_semaphore<Executor>::release(std::size_t n)
+BOOST_FORCEINLINE void basic_semaphore<Executor>::release(std::size_t n)
 {
     detail::waiter_list done;
     if (!impl_.core.release(n, done))
-        throw std::overflow_error(impl_.core.bounded()
-                                      ? "asio_sync: release would exceed the semaphore's bound"
-                                      : "asio_sync: release would exceed max_permits");
+        throw_release_overflow();
     detail::complete_all(done);
+}
+
+template <class Executor>
+void basic_semaphore<Executor>::throw_release_overflow() const
+{
+    throw std::overflow_error(impl_.core.bounded() ? "asio_sync: release would exceed the semaphore's bound"
+                                                   : "asio_sync: release would exceed max_permits");
 }
 
 template <class Executor>
