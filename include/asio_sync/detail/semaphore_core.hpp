@@ -366,26 +366,19 @@ private:
 
     bool deposit_locked(std::size_t n, waiter_list& done, bool clamp)
     {
-        std::size_t s = state_.load(std::memory_order_relaxed);
-        if (s & divert_flag)
+        const std::size_t s = state_.load(std::memory_order_relaxed);
+        if (!(s & divert_flag))
         {
-            // The counter is empty: the surplus after the debt and the waiters is at most n.
-            const std::size_t fit = fitting(s, n, clamp);
-            if (fit != n && !clamp)
-                return false;
-            hand_off(fit, done);
-            return true;
+            // Nothing diverted any more (the queue emptied while we were taking the mutex). The
+            // flag only changes under the mutex, which we hold, so deposit stays lock-free.
+            return deposit(n, done, clamp);
         }
-        // Nothing diverted any more (the queue emptied while we were taking the mutex).
-        for (;;)
-        {
-            const std::size_t fit = fitting(s, n, clamp);
-            if (fit != n && !clamp)
-                return false;
-            if (state_.compare_exchange_weak(s, s + (fit << shift), std::memory_order_release,
-                                             std::memory_order_relaxed))
-                return true;
-        }
+        // The counter is empty: the surplus after the debt and the waiters is at most n.
+        const std::size_t fit = fitting(s, n, clamp);
+        if (fit != n && !clamp)
+            return false;
+        hand_off(fit, done);
+        return true;
     }
 
     // How many of n permits fit into the counter of `state`.
