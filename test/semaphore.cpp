@@ -4,6 +4,7 @@
 #include <asio_sync/semaphore.hpp>
 
 #include "support/handler.hpp"
+#include "support/recording_executor.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -544,6 +545,34 @@ BOOST_FIXTURE_TEST_CASE(a_waiter_keeps_the_context_running, fixture)
     ctx.run_for(std::chrono::seconds(10));
     BOOST_TEST(ctx.stopped()); // the work is gone once the handler has run
     BOOST_TEST(*out->ec == asio::error::operation_aborted);
+}
+
+// A grant decided by the caller's own call (an acquire satisfied at initiation, the first waiter a
+// release serves) is submitted as a continuation of the caller: on a thread that runs the
+// handler's context it runs when the caller's handler returns, without waking another thread.
+// Further waiters served by the same release, and aborts, are submitted as forks so that idle
+// threads can take them.
+BOOST_FIXTURE_TEST_CASE(the_callers_own_grant_continues_it_and_the_rest_are_forks, fixture)
+{
+    using executor = asio_sync::test::recording_executor<asio::io_context::executor_type>;
+    std::vector<bool> continuations;
+    asio_sync::basic_semaphore<executor> sem(executor(ctx.get_executor(), continuations), 1);
+    order_log log;
+    sem.async_acquire(log.handler(1));
+    BOOST_TEST(continuations == (std::vector<bool>{true}), boost::test_tools::per_element());
+    for (int id = 2; id <= 5; ++id)
+        sem.async_acquire(log.handler(id));
+    sem.release(2);
+    BOOST_TEST(continuations == (std::vector<bool>{true, true, false}), boost::test_tools::per_element());
+    BOOST_TEST(sem.try_release(1));
+    BOOST_TEST(continuations == (std::vector<bool>{true, true, false, true}),
+               boost::test_tools::per_element());
+    BOOST_TEST(sem.cancel() == 1u);
+    BOOST_TEST(continuations == (std::vector<bool>{true, true, false, true, false}),
+               boost::test_tools::per_element());
+    ctx.run();
+    BOOST_TEST(log.order == (std::vector<int>{1, 2, 3, 4, 5}));
+    BOOST_TEST(log.codes.back() == asio::error::operation_aborted);
 }
 
 BOOST_FIXTURE_TEST_CASE(works_with_a_concrete_executor_type, fixture)

@@ -604,6 +604,70 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_throws_system_error_on_error, semaphore_wi
     check_throws_code([&] { std::rethrow_exception(escaped.error); }, aborted);
 }
 
+// A free permit is taken without suspending the coroutine: a handler posted before the acquire
+// has not run after it. The permit and scoped-lock forms share the path; an acquire that must
+// wait, or that fails, still suspends.
+BOOST_FIXTURE_TEST_CASE(use_awaitable_takes_free_permits_without_suspending, semaphore_with<3>)
+{
+    bool posted_ran = false;
+    std::vector<bool> ran_before;
+    spawned coro(io, [&]() -> asio::awaitable<void> {
+        asio::post(io, [&] { posted_ran = true; });
+        co_await sem.async_acquire(asio::use_awaitable);
+        ran_before.push_back(posted_ran);
+        auto permit = co_await sem.async_acquire_permit(2, asio::use_awaitable);
+        ran_before.push_back(posted_ran);
+        BOOST_TEST(permit.count() == 2u);
+        BOOST_TEST(sem.available() == 0u);
+        permit.release();
+        co_await sem.async_acquire_for(2, std::chrono::hours(1), asio::use_awaitable);
+        ran_before.push_back(posted_ran);
+        BOOST_TEST(sem.available() == 0u);
+        sem.release(3);
+        // More than the capacity: fails, through the executor.
+        asio_sync::semaphore bounded(io, 1, 1);
+        std::optional<error_code> code;
+        try
+        {
+            co_await bounded.async_acquire(2, asio::use_awaitable);
+        }
+        catch (const boost::system::system_error& e)
+        {
+            code = e.code();
+        }
+        check_result(code, asio_sync::error::too_many_permits);
+        ran_before.push_back(posted_ran);
+    });
+    // On a new thread, whose budget of acquires without suspension is whole.
+    std::thread([&] { run_to_completion(io); }).join();
+    coro.check_finished();
+    BOOST_TEST(ran_before == (std::vector<bool>{false, false, false, true}),
+               boost::test_tools::per_element());
+    check_counts(sem, 3, 0);
+}
+
+// A loop of acquires that never wait still lets the other handlers of its thread run: at most
+// immediate_acquire_budget of them go without suspending in a row.
+BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaphore_with<1>)
+{
+    bool posted_ran = false;
+    std::size_t iterations = 0;
+    spawned coro(io, [&]() -> asio::awaitable<void> {
+        asio::post(io, [&] { posted_ran = true; });
+        for (; iterations < 1000 && !posted_ran; ++iterations)
+        {
+            co_await sem.async_acquire(asio::use_awaitable);
+            sem.release();
+        }
+    });
+    run_to_completion(io);
+    coro.check_finished();
+    BOOST_TEST(posted_ran);
+    BOOST_TEST(iterations >= 1u);
+    BOOST_TEST(iterations <= asio_sync::detail::immediate_acquire_budget);
+    check_counts(sem, 1, 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. use_future, with the io_context on one thread and the release on another.
 // ---------------------------------------------------------------------------------------------

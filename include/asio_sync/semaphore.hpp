@@ -4,6 +4,7 @@
 /// @file
 /// The asynchronous counting semaphore.
 
+#include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
 #include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/error.hpp>
@@ -381,8 +382,14 @@ private:
     template <class Signature, class Grant, class Token, class Timeout = no_timeout>
     auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token, Timeout timeout = Timeout())
     {
-        return boost::asio::async_initiate<Token, Signature>(
-            initiate_async_acquire<Grant, Timeout>(this, grant, timeout), token, n);
+        initiate_async_acquire<Grant, Timeout> initiation(this, grant, timeout);
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+        using coroutine_executor = detail::use_awaitable_executor_t<Token>;
+        if constexpr (!std::is_void_v<coroutine_executor>)
+            return detail::acquire_awaitable<Signature, coroutine_executor>(impl_.core, n, grant, initiation);
+        else
+#endif
+            return boost::asio::async_initiate<Token, Signature>(initiation, token, n);
     }
 
     // The immediate grant stays small enough to inline; everything else is start_other_acquire.

@@ -53,20 +53,41 @@ handler_allocator_t<Handler> get_handler_allocator(const Handler& handler) noexc
     return boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>());
 }
 
-// Submits `f` through `ex` without ever running it inside the call (blocking.never), with the
-// handler's allocator, the way Asio's own operations complete.
-template <class Executor, class Function, class Allocator>
-void submit(const Executor& ex, Function&& f, const Allocator& alloc)
+// How a completion relates to the code that decided it. A continuation goes on the calling
+// thread's own queue when that thread is running the handler's execution context (io_context,
+// thread_pool): it runs after the current handler returns, without a lock or a wake-up. A fork
+// is queued for any thread of the context, and may wake an idle one.
+enum class relation
 {
-    static_assert(boost::asio::execution::is_executor<Executor>::value,
-                  "asio_sync needs a standard (P0443-style) executor");
-    auto target = boost::asio::prefer(boost::asio::require(ex, boost::asio::execution::blocking.never),
-                                      boost::asio::execution::allocator(alloc));
+    fork,
+    continuation,
+};
+
+template <class Executor, class Function>
+void submit_to(Executor target, Function&& f)
+{
 #if defined(BOOST_ASIO_NO_DEPRECATED)
     target.execute(std::forward<Function>(f));
 #else
     boost::asio::execution::execute(target, std::forward<Function>(f));
 #endif
+}
+
+// Submits `f` through `ex` without ever running it inside the call (blocking.never), with the
+// handler's allocator, the way Asio's own operations complete.
+template <class Executor, class Function, class Allocator>
+void submit(const Executor& ex, Function&& f, const Allocator& alloc, relation how)
+{
+    static_assert(boost::asio::execution::is_executor<Executor>::value,
+                  "asio_sync needs a standard (P0443-style) executor");
+    namespace execution = boost::asio::execution;
+    auto target =
+        boost::asio::prefer(boost::asio::require(ex, execution::blocking.never), execution::allocator(alloc));
+    if (how == relation::continuation)
+        detail::submit_to(boost::asio::prefer(target, execution::relationship.continuation),
+                          std::forward<Function>(f));
+    else
+        detail::submit_to(target, std::forward<Function>(f));
 }
 
 template <class Executor>
@@ -95,9 +116,9 @@ public:
     }
 
     template <class Function, class Allocator>
-    void complete(Function&& f, const Allocator& alloc)
+    void complete(Function&& f, const Allocator& alloc, relation how)
     {
-        submit(handler_work_, std::forward<Function>(f), alloc);
+        submit(handler_work_, std::forward<Function>(f), alloc, how);
     }
 
 private:
@@ -161,14 +182,16 @@ private:
     slot_type slot_;
 };
 
-// Completes `handler` without an operation object: for acquires decided at initiation.
+// Completes `handler` without an operation object: for acquires decided at initiation, which
+// continue the caller's chain.
 template <class Handler, class IoExecutor, class Grant>
 void post_completion(Handler handler, const IoExecutor& io_ex, const Grant& grant,
                      boost::system::error_code ec)
 {
     const auto alloc = get_handler_allocator(handler);
     const auto ex = boost::asio::get_associated_executor(handler, io_ex);
-    submit(ex, completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(ec)), alloc);
+    submit(ex, completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(ec)), alloc,
+           relation::continuation);
 }
 
 // Type-erased face of a queued acquire. `func_` either completes the operation (posting the
@@ -176,11 +199,11 @@ void post_completion(Handler handler, const IoExecutor& io_ex, const Grant& gran
 class acquire_op_base : public semaphore_waiter
 {
 public:
-    void complete(boost::system::error_code ec) { func_(this, &ec); }
-    void destroy() { func_(this, nullptr); }
+    void complete(boost::system::error_code ec, relation how) { func_(this, &ec, how); }
+    void destroy() { func_(this, nullptr, relation::fork); }
 
 protected:
-    using func_type = void (*)(acquire_op_base*, const boost::system::error_code*);
+    using func_type = void (*)(acquire_op_base*, const boost::system::error_code*, relation);
 
     explicit acquire_op_base(func_type func) noexcept : func_(func) {}
     ~acquire_op_base() = default;
@@ -209,12 +232,12 @@ public:
     allocator_type get_allocator() const noexcept { return get_handler_allocator(handler_); }
 
     // Submits the handler with what the grant makes of `ec`, through the handler's executor.
-    void complete(boost::system::error_code ec)
+    void complete(boost::system::error_code ec, relation how)
     {
         const allocator_type alloc = get_allocator();
         work_.complete(
             completion<Handler, grant_result_t<Grant>>(std::move(handler_), grant_(ec), std::move(slot_)),
-            alloc);
+            alloc, how);
     }
 
 private:
@@ -272,13 +295,13 @@ public:
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
 
 private:
-    static void do_func(acquire_op_base* base, const boost::system::error_code* ec)
+    static void do_func(acquire_op_base* base, const boost::system::error_code* ec, relation how)
     {
         auto* op = static_cast<acquire_op*>(base);
         parts_type parts(std::move(op->parts_));
         deallocate_op(op, parts.get_allocator());
         if (ec)
-            parts.complete(*ec);
+            parts.complete(*ec, how);
     }
 
     parts_type parts_;
@@ -290,24 +313,30 @@ inline void destroy_all(waiter_list& done) noexcept
         static_cast<acquire_op_base*>(w)->destroy();
 }
 
-// Finishes waiters that left the queue. Called after the semaphore's mutex is released. If an
-// executor throws, the operations not yet submitted are destroyed rather than leaked.
-inline void complete_each(waiter_list& done)
+// Finishes waiters that left the queue, oldest first. Called after the semaphore's mutex is
+// released. `first` is the relation of the first completion; the others are forks, so that a
+// release that serves several waiters lets idle threads take them. If an executor throws, the
+// operations not yet submitted are destroyed rather than leaked.
+inline void complete_each(waiter_list& done, relation first)
 {
     struct guard
     {
         waiter_list& rest;
         ~guard() { destroy_all(rest); }
     } on_exit{done};
+    relation how = first;
     while (semaphore_waiter* w = done.pop_front())
-        static_cast<acquire_op_base*>(w)->complete(to_error_code(w->outcome));
+    {
+        static_cast<acquire_op_base*>(w)->complete(to_error_code(w->outcome), how);
+        how = relation::fork;
+    }
 }
 
 // The common case, nobody completed, stays inline in the lock-free paths.
-inline void complete_all(waiter_list& done)
+inline void complete_all(waiter_list& done, relation first = relation::fork)
 {
     if (!done.empty())
-        complete_each(done);
+        complete_each(done, first);
 }
 
 // The per-operation cancellation handler, stored in the handler's cancellation slot. It names its

@@ -138,7 +138,7 @@ private:
             deallocate_op(this, alloc_);
     }
 
-    static void do_func(acquire_op_base* base, const boost::system::error_code* ec)
+    static void do_func(acquire_op_base* base, const boost::system::error_code* ec, relation how)
     {
         auto* op = static_cast<timed_acquire_op*>(base);
         parts_type parts(std::move(op->parts_));
@@ -146,7 +146,7 @@ private:
             op->timer_.cancel();
         op->release();
         if (ec)
-            parts.complete(*ec);
+            parts.complete(*ec, how);
     }
 
     parts_type parts_;

@@ -111,9 +111,10 @@ void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t
         // Decided without queueing: nobody else knows of the operation yet.
         if (slot.is_connected())
             slot.clear();
-        op->complete(result == enqueue_result::granted ? boost::system::error_code()
-                     : result == enqueue_result::closed    ? error::closed
-                                                           : error::too_many_permits);
+        op->complete(result == enqueue_result::granted  ? boost::system::error_code()
+                     : result == enqueue_result::closed ? error::closed
+                                                        : error::too_many_permits,
+                     detail::relation::continuation);
     }
     initiated(result == enqueue_result::queued);
 }
@@ -152,7 +153,7 @@ BOOST_FORCEINLINE void basic_semaphore<Executor>::release(std::size_t n)
     detail::waiter_list done;
     if (!impl_.core.release(n, done))
         throw_release_overflow();
-    detail::complete_all(done);
+    detail::complete_all(done, detail::relation::continuation);
 }
 
 template <class Executor>
@@ -167,7 +168,7 @@ bool basic_semaphore<Executor>::try_release(std::size_t n) noexcept
 {
     detail::waiter_list done;
     const bool released = impl_.core.release(n, done);
-    detail::complete_all(done);
+    detail::complete_all(done, detail::relation::continuation);
     return released;
 }
 
@@ -176,7 +177,7 @@ void basic_semaphore<Executor>::give_back(std::size_t n)
 {
     detail::waiter_list done;
     impl_.core.give_back(n, done);
-    detail::complete_all(done);
+    detail::complete_all(done, detail::relation::continuation);
 }
 
 template <class Executor>
@@ -185,7 +186,7 @@ void basic_semaphore<Executor>::add_permits(std::size_t n)
     detail::waiter_list done;
     if (!impl_.core.add(n, done))
         throw std::overflow_error("asio_sync: add_permits would exceed max_permits");
-    detail::complete_all(done);
+    detail::complete_all(done, detail::relation::continuation);
 }
 
 template <class Executor>
