@@ -84,14 +84,6 @@ public:
     /// @par Completion signature
     /// `void(boost::system::error_code)`.
     ///
-    /// @par Errors
-    /// - none: the caller holds the lock.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the operation waited. The lock is then not held.
-    /// .
-    /// No other error is reported: a mutex cannot be closed, and one permit never exceeds its
-    /// capacity.
-    ///
     /// @par Per-operation cancellation
     /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
     /// associated cancellation slot; all three remove the operation from the queue and complete it
@@ -104,6 +96,14 @@ public:
     /// `cancel` or the destructor; it is submitted to its associated executor (default:
     /// `get_executor()`) as if by `boost::asio::post`, also when the mutex is free at once, with
     /// outstanding work tracked until then.
+    ///
+    /// @par Errors
+    /// - none: the caller holds the lock.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   mutex's destruction, while the operation waited. The lock is then not held.
+    /// .
+    /// No other error is reported: a mutex cannot be closed, and one permit never exceeds its
+    /// capacity.
     ///
     /// @par Thread safety
     /// May be called concurrently, from any thread, with any member function but the destructor.
@@ -132,16 +132,16 @@ public:
     /// nothing. The guard is made when the lock is granted, so a handler destroyed without being
     /// invoked (say, at context shutdown) still unlocks.
     ///
-    /// @par Errors
-    /// As `async_lock`: only `boost::asio::error::operation_aborted` (per-operation
-    /// cancellation, `cancel()`, destruction of the mutex), with an empty `unique_lock`.
-    ///
     /// @par Per-operation cancellation
     /// Terminal, partial and total, as `async_lock`: exactly one outcome when racing the grant.
     ///
     /// @par Executor
     /// The handler is never invoked from within this function; it is submitted to its associated
     /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// As `async_lock`: only `boost::asio::error::operation_aborted` (per-operation
+    /// cancellation, `cancel()`, destruction of the mutex), with an empty `unique_lock`.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.

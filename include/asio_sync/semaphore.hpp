@@ -181,21 +181,6 @@ public:
     /// @par Completion signature
     /// `void(boost::system::error_code)`.
     ///
-    /// @par Errors
-    /// - none: the caller now holds `n` permits. `n == 0` succeeds (posted) without waiting, even
-    ///   behind queued acquires, unless the semaphore is closed.
-    /// - `asio_sync::error::too_many_permits`: `n > capacity()` at the call (for an unbounded
-    ///   semaphore, `n > max_permits`), whether or not the semaphore is closed; nothing was
-    ///   queued. Or `reduce_permits` lowered a bounded semaphore's capacity below `n` while the
-    ///   operation waited.
-    /// - `asio_sync::error::closed`: the semaphore was closed before the call, or `close()` was
-    ///   called while the operation waited.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   semaphore's destruction, while the operation waited.
-    /// .
-    /// In every error case the operation holds no permits: what it had collected has gone to the
-    /// waiters behind it, to a `reduce_permits` debt or back to the counter.
-    ///
     /// @par Per-operation cancellation
     /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported, through
     /// the handler's associated cancellation slot, and all three do the same: a cancelled acquire
@@ -214,6 +199,21 @@ public:
     /// tracked on that executor (and on `get_executor()` when the handler has its own) from
     /// initiation until the handler is submitted, so `io_context::run()` does not return while the
     /// operation waits.
+    ///
+    /// @par Errors
+    /// - none: the caller now holds `n` permits. `n == 0` succeeds (posted) without waiting, even
+    ///   behind queued acquires, unless the semaphore is closed.
+    /// - `asio_sync::error::too_many_permits`: `n > capacity()` at the call (for an unbounded
+    ///   semaphore, `n > max_permits`), whether or not the semaphore is closed; nothing was
+    ///   queued. Or `reduce_permits` lowered a bounded semaphore's capacity below `n` while the
+    ///   operation waited.
+    /// - `asio_sync::error::closed`: the semaphore was closed before the call, or `close()` was
+    ///   called while the operation waited.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   semaphore's destruction, while the operation waited.
+    /// .
+    /// In every error case the operation holds no permits: what it had collected has gone to the
+    /// waiters behind it, to a `reduce_permits` debt or back to the counter.
     ///
     /// @par Thread safety
     /// May be called concurrently, from any thread, with any member function of the same
@@ -245,18 +245,18 @@ public:
     /// @par Completion signature
     /// `void(boost::system::error_code)`.
     ///
-    /// @par Errors
-    /// As `async_acquire(n, token)` with `n == 1`: `asio_sync::error::closed`,
-    /// `boost::asio::error::operation_aborted`, and `asio_sync::error::too_many_permits` when a
-    /// bounded semaphore's capacity is 0 (at the call, or lowered to 0 by `reduce_permits` while
-    /// the operation waited).
-    ///
     /// @par Per-operation cancellation
     /// Terminal, partial and total, with the side effects of `async_acquire(n, token)`.
     ///
     /// @par Executor
     /// The handler is never invoked from within this function; it is submitted to its associated
     /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// As `async_acquire(n, token)` with `n == 1`: `asio_sync::error::closed`,
+    /// `boost::asio::error::operation_aborted`, and `asio_sync::error::too_many_permits` when a
+    /// bounded semaphore's capacity is 0 (at the call, or lowered to 0 by `reduce_permits` while
+    /// the operation waited).
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -284,10 +284,6 @@ public:
     /// `void(boost::system::error_code, permit)`. On success the permit holds `n` permits (none
     /// for `n == 0`); on error it holds nothing.
     ///
-    /// @par Errors
-    /// Those of `async_acquire(n, token)`, in the same cases: `asio_sync::error::too_many_permits`,
-    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
-    ///
     /// @par Per-operation cancellation
     /// Terminal, partial and total, as for `async_acquire(n, token)`: the cancelled acquire hands
     /// what it had collected to the waiters behind it and completes with `operation_aborted` and
@@ -298,6 +294,10 @@ public:
     /// The handler is never invoked from within this function; it is submitted to its associated
     /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
     /// tracked until then.
+    ///
+    /// @par Errors
+    /// Those of `async_acquire(n, token)`, in the same cases: `asio_sync::error::too_many_permits`,
+    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -333,15 +333,6 @@ public:
     /// @par Completion signature
     /// `void(boost::system::error_code)`.
     ///
-    /// @par Errors
-    /// Those of `async_acquire(n, token)`, and
-    /// - `asio_sync::error::timed_out`: `timeout` passed before the acquire was granted;
-    /// - `boost::asio::error::no_memory`: the operation was queued but its timer could not be
-    ///   started (starting it threw), so the acquire left the queue rather than wait without a
-    ///   limit.
-    /// .
-    /// In every error case the operation holds no permits.
-    ///
     /// @par Per-operation cancellation
     /// Terminal, partial and total, as for `async_acquire(n, token)`, and reported as
     /// `operation_aborted`; the timer is cancelled with the operation.
@@ -350,6 +341,15 @@ public:
     /// The handler is never invoked from within this function; it is submitted to its associated
     /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
     /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_acquire(n, token)`, and
+    /// - `asio_sync::error::timed_out`: `timeout` passed before the acquire was granted;
+    /// - `boost::asio::error::no_memory`: the operation was queued but its timer could not be
+    ///   started (starting it threw), so the acquire left the queue rather than wait without a
+    ///   limit.
+    /// .
+    /// In every error case the operation holds no permits.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -384,11 +384,6 @@ public:
     /// `void(boost::system::error_code, permit)`. On success the permit holds `n` permits; on any
     /// error, `asio_sync::error::timed_out` included, it holds nothing.
     ///
-    /// @par Errors
-    /// Those of `async_acquire_for`: `asio_sync::error::timed_out`,
-    /// `boost::asio::error::no_memory`, `asio_sync::error::too_many_permits`,
-    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
-    ///
     /// @par Per-operation cancellation
     /// Terminal, partial and total, as for `async_acquire(n, token)`; reported as
     /// `operation_aborted` with an empty permit.
@@ -397,6 +392,11 @@ public:
     /// The handler is never invoked from within this function; it is submitted to its associated
     /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
     /// `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_acquire_for`: `asio_sync::error::timed_out`,
+    /// `boost::asio::error::no_memory`, `asio_sync::error::too_many_permits`,
+    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -486,7 +486,7 @@ public:
     /// A bounded semaphore's bound drops by as many. Only available permits are taken: while any
     /// acquire is queued (or a `reduce_permits` debt is open) the counter is empty and nothing is
     /// removed. Lock-free readers see the change at once; does not re-open a closed semaphore.
-    /// Never completes a waiter, never waits, never throws.
+    /// Never completes a waiter.
     ///
     /// @param n The most permits to remove.
     /// @returns the number of permits removed: `min(n, available())` at the moment of the call.

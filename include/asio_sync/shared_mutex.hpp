@@ -108,14 +108,6 @@ public:
     /// @par Completion signature
     /// `void(boost::system::error_code)`.
     ///
-    /// @par Errors
-    /// - none: the caller holds the lock alone.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the operation waited. The lock is then not held.
-    /// .
-    /// No other error is reported: the mutex cannot be closed, and a writer never asks for more
-    /// than `max_readers()`.
-    ///
     /// @par Per-operation cancellation
     /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
     /// associated cancellation slot. A cancelled writer that had collected part of the lock
@@ -128,6 +120,14 @@ public:
     /// functions, `downgrade`, `cancel` or the destructor; it is submitted to its associated
     /// executor (default: `get_executor()`) as if by `boost::asio::post`, also when the lock is
     /// free at once, with outstanding work tracked until then.
+    ///
+    /// @par Errors
+    /// - none: the caller holds the lock alone.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   mutex's destruction, while the operation waited. The lock is then not held.
+    /// .
+    /// No other error is reported: the mutex cannot be closed, and a writer never asks for more
+    /// than `max_readers()`.
     ///
     /// @par Thread safety
     /// May be called concurrently, from any thread, with any member function but the destructor.
@@ -155,16 +155,16 @@ public:
     /// the lock (adopted) and unlocks it when destroyed, also if the handler is destroyed without
     /// being invoked; on error it owns nothing.
     ///
-    /// @par Errors
-    /// As `async_lock`: only `boost::asio::error::operation_aborted`, with an empty
-    /// `unique_lock`.
-    ///
     /// @par Per-operation cancellation
     /// Terminal, partial and total, as `async_lock`.
     ///
     /// @par Executor
     /// The handler is never invoked from within this function; it is submitted to its associated
     /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// As `async_lock`: only `boost::asio::error::operation_aborted`, with an empty
+    /// `unique_lock`.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -210,11 +210,6 @@ public:
     /// @par Completion signature
     /// `void(boost::system::error_code)`.
     ///
-    /// @par Errors
-    /// - none: the caller holds a share of the lock.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the operation waited. Nothing is held.
-    ///
     /// @par Per-operation cancellation
     /// Terminal, partial and total, as `async_lock`; a cancellation racing the grant has exactly
     /// one outcome.
@@ -223,6 +218,11 @@ public:
     /// The handler is never invoked from within this function; it is submitted to its associated
     /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
     /// tracked until then.
+    ///
+    /// @par Errors
+    /// - none: the caller holds a share of the lock.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   mutex's destruction, while the operation waited. Nothing is held.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -245,16 +245,16 @@ public:
     /// owns a share of the lock (adopted) and releases it when destroyed, also if the handler is
     /// destroyed without being invoked; on error it owns nothing.
     ///
-    /// @par Errors
-    /// As `async_lock_shared`: only `boost::asio::error::operation_aborted`, with an empty
-    /// `shared_lock`.
-    ///
     /// @par Per-operation cancellation
     /// Terminal, partial and total, as `async_lock_shared`.
     ///
     /// @par Executor
     /// The handler is never invoked from within this function; it is submitted to its associated
     /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// As `async_lock_shared`: only `boost::asio::error::operation_aborted`, with an empty
+    /// `shared_lock`.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
