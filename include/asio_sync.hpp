@@ -4,6 +4,11 @@
 /// @file
 /// Includes every public header of asio_sync.
 
+/// @namespace asio_sync
+/// Asynchronous synchronization primitives for Boost.Asio: asio_sync::basic_semaphore,
+/// asio_sync::basic_mutex, asio_sync::basic_shared_mutex and their error codes,
+/// asio_sync::error. Everything in the nested `detail` namespace is internal.
+
 #include <asio_sync/error.hpp>
 #include <asio_sync/mutex.hpp>
 #include <asio_sync/semaphore.hpp>

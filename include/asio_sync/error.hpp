@@ -2,7 +2,8 @@
 #define ASIO_SYNC_ERROR_HPP
 
 /// @file
-/// Error codes reported through the completion handlers of asio_sync operations.
+/// Error codes reported through the completion handlers of asio_sync operations: the
+/// asio_sync::error enumeration, its category and its `error_code` conversion.
 
 #include <boost/system/error_category.hpp>
 #include <boost/system/error_code.hpp>
@@ -15,19 +16,31 @@ namespace asio_sync {
 /// Errors reported by asio_sync operations, in the category `asio_sync::error_category()`.
 ///
 /// Cancellation is not in this list: a cancelled operation reports
-/// `boost::asio::error::operation_aborted`, as Asio's own operations do.
+/// `boost::asio::error::operation_aborted`, as Asio's own operations do (per-operation
+/// cancellation, `cancel()`, destruction of the object). A timed acquire whose timer could not be
+/// started reports `boost::asio::error::no_memory`. The values start at 1, so that no value means
+/// success, and compare equal to an `error_code` of their category:
+/// `ec == asio_sync::error::timed_out`.
 enum class error
 {
-    /// The object was closed: by `close()` while the operation was queued, or before it began.
+    /// The semaphore was closed: `basic_semaphore::close()` was called while the acquire was
+    /// queued (it completes with this error, holding nothing) or before the acquire began
+    /// (it completes with this error without queueing, also for `n == 0`). Reported by every
+    /// acquire of `basic_semaphore`; the mutexes cannot be closed and never report it.
     closed = 1,
 
-    /// More permits were asked for than the object can ever grant: more than `max_permits`, or
-    /// more than a bounded semaphore's capacity, at the call (nothing was queued) or because
-    /// `reduce_permits` lowered the capacity while the acquire waited (it holds nothing).
+    /// More permits were asked for than the semaphore can ever grant: `n > capacity()`, which
+    /// for an unbounded semaphore means `n > max_permits`. Reported at the call, with nothing
+    /// queued (also on a closed semaphore), or for a queued acquire of a bounded semaphore whose
+    /// `reduce_permits` lowered the capacity below `n` while it waited; it then holds nothing,
+    /// what it had collected having been handed on.
     too_many_permits,
 
-    /// A timed acquire (`async_acquire_for`, `async_acquire_permit_for`) ran out of time before
-    /// it was granted. It holds no permits: those it had collected were handed on.
+    /// A timed acquire (`basic_semaphore::async_acquire_for`,
+    /// `basic_semaphore::async_acquire_permit_for`) was not granted before its timeout ran out on
+    /// `std::chrono::steady_clock`. It holds no permits: those it had collected were handed to
+    /// the waiters behind it (or paid a `reduce_permits` debt). A grant that races the timeout
+    /// wins or loses as a whole.
     timed_out,
 };
 
@@ -60,14 +73,21 @@ public:
 
 } // namespace detail
 
-/// The category of `asio_sync::error` values.
+/// Returns the category of `asio_sync::error` values, named `"asio_sync"`.
+///
+/// It is a single constant object with a fixed 64-bit identifier, so two copies of the category
+/// (from different shared libraries) compare equal.
 inline const boost::system::error_category& error_category() noexcept
 {
     static constexpr detail::error_category_impl instance;
     return instance;
 }
 
-/// Makes an `error_code` from an `asio_sync::error`; found by argument-dependent lookup.
+/// Makes an `error_code` from an `asio_sync::error`; found by argument-dependent lookup, which
+/// is how `boost::system::error_code ec = asio_sync::error::closed;` works.
+///
+/// @param e The error value.
+/// @returns `{static_cast<int>(e), asio_sync::error_category()}`.
 inline boost::system::error_code make_error_code(error e) noexcept
 {
     return {static_cast<int>(e), error_category()};
@@ -77,6 +97,8 @@ inline boost::system::error_code make_error_code(error e) noexcept
 
 namespace boost::system {
 
+/// Declares `asio_sync::error` an error-code enumeration, so that its values convert to
+/// `boost::system::error_code` and compare with it.
 template <>
 struct is_error_code_enum<asio_sync::error> : std::true_type
 {

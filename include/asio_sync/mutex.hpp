@@ -2,7 +2,7 @@
 #define ASIO_SYNC_MUTEX_HPP
 
 /// @file
-/// The asynchronous mutex.
+/// The asynchronous mutex: asio_sync::basic_mutex and the asio_sync::mutex alias.
 
 #include <asio_sync/detail/lock_grant.hpp>
 #include <asio_sync/semaphore.hpp>
@@ -24,7 +24,10 @@ namespace asio_sync {
 /// Every member function may be called concurrently from any thread. Unlocking happens-before
 /// the completion of the lock operation that receives the lock.
 ///
-/// @tparam Executor The I/O executor: the default executor for completion handlers.
+/// Not copyable, not movable. There is no `close()`: to stop the waiters, `cancel()` them.
+///
+/// @tparam Executor The I/O executor: the default executor for completion handlers and the
+/// context whose shutdown destroys pending operations.
 template <class Executor = boost::asio::any_io_executor>
 class basic_mutex
 {
@@ -33,6 +36,8 @@ public:
     using executor_type = Executor;
 
     /// Rebinds the mutex to another executor type.
+    ///
+    /// @tparam OtherExecutor The executor type to rebind to.
     template <class OtherExecutor>
     struct rebind_executor
     {
@@ -41,9 +46,15 @@ public:
     };
 
     /// Constructs an unlocked mutex.
+    ///
+    /// @param ex The I/O executor: the default executor of completion handlers.
     explicit basic_mutex(const executor_type& ex) : semaphore_(ex, 1) {}
 
     /// Constructs an unlocked mutex that uses the context's executor.
+    ///
+    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
+    /// executor converts to `executor_type`.
+    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
     template <
         class ExecutionContext,
         std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
@@ -51,34 +62,61 @@ public:
     {
     }
 
+    /// Not copyable (nor movable): lock operations and guards refer to the mutex by address.
     basic_mutex(const basic_mutex&) = delete;
+    /// Not copy-assignable (nor move-assignable).
     basic_mutex& operator=(const basic_mutex&) = delete;
 
     /// Destroys the mutex. Pending lock operations complete with
-    /// `boost::asio::error::operation_aborted`.
+    /// `boost::asio::error::operation_aborted` (posted, oldest first). No lock guard may outlive
+    /// the mutex.
     ~basic_mutex() = default;
 
-    /// Returns the executor associated with the mutex.
+    /// Returns the executor associated with the mutex: the default executor of completion
+    /// handlers.
     const executor_type& get_executor() const noexcept { return semaphore_.get_executor(); }
 
     /// Starts an asynchronous lock. On success the caller holds the lock and must `unlock()` it.
     ///
-    /// **Completion signature:** `void(boost::system::error_code)`.
+    /// Lock operations are served in FIFO order; an `unlock()` hands the lock directly to the
+    /// oldest waiter.
     ///
-    /// **Errors:** `boost::asio::error::operation_aborted` when cancelled (per-operation
-    /// cancellation, `cancel()`, destruction of the mutex); the lock is then not held.
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
     ///
-    /// **Per-operation cancellation:** terminal, partial and total. A cancellation that races the
-    /// grant either completes with success (the lock is held) or with `operation_aborted` (the
-    /// lock passed on to the next waiter); never both, never neither.
+    /// @par Per-operation cancellation
+    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
+    /// associated cancellation slot; all three remove the operation from the queue and complete it
+    /// with `operation_aborted`. A cancellation that races the grant either completes with
+    /// success (the lock is held) or with `operation_aborted` (the lock passed on to the next
+    /// waiter); never both, never neither. A cancellation after the grant does nothing.
     ///
-    /// **Executor:** the handler is never invoked from within this function; it is submitted to
-    /// its associated executor (default: `get_executor()`) as if by `boost::asio::post`.
+    /// @par Executor
+    /// The handler is never invoked from within this function, nor from within `unlock`,
+    /// `cancel` or the destructor; it is submitted to its associated executor (default:
+    /// `get_executor()`) as if by `boost::asio::post`, also when the mutex is free at once, with
+    /// outstanding work tracked until then.
     ///
-    /// **Thread safety:** may be called concurrently with any other member function.
+    /// @par Errors
+    /// - none: the caller holds the lock.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   mutex's destruction, while the operation waited. The lock is then not held.
+    /// .
+    /// No other error is reported: a mutex cannot be closed, and one permit never exceeds its
+    /// capacity.
     ///
-    /// **Object lifetimes:** the mutex must outlive the initiation; destroying it aborts the
-    /// pending lock. A lock that waits allocates one object with the handler's allocator.
+    /// @par Thread safety
+    /// May be called concurrently, from any thread, with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending lock.
+    /// A cancellation signal bound to the operation must not be emitted after the mutex is
+    /// destroyed. At context shutdown a pending lock's handler is destroyed without being
+    /// invoked. A lock that waits allocates one object with the handler's associated allocator,
+    /// freed before the handler is invoked.
+    ///
+    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
+    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
@@ -88,12 +126,31 @@ public:
 
     /// Starts an asynchronous lock whose handler receives a `std::unique_lock` owning the lock.
     ///
-    /// **Completion signature:** `void(boost::system::error_code, std::unique_lock<basic_mutex>)`.
-    /// On success the `unique_lock` owns the lock (adopted) and unlocks it when destroyed; on
-    /// error it owns nothing. The guard is made when the lock is granted, so a handler destroyed
-    /// without being invoked (say, at context shutdown) still unlocks.
+    /// @par Completion signature
+    /// `void(boost::system::error_code, std::unique_lock<basic_mutex>)`. On success the
+    /// `unique_lock` owns the lock (adopted) and unlocks it when destroyed; on error it owns
+    /// nothing. The guard is made when the lock is granted, so a handler destroyed without being
+    /// invoked (say, at context shutdown) still unlocks.
     ///
-    /// Errors, cancellation, executor, thread safety and lifetimes: as `async_lock`.
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as `async_lock`: exactly one outcome when racing the grant.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// As `async_lock`: only `boost::asio::error::operation_aborted` (per-operation
+    /// cancellation, `cancel()`, destruction of the mutex), with an empty `unique_lock`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock`; in addition the mutex must outlive the `unique_lock` the handler
+    /// receives.
+    ///
+    /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
@@ -104,9 +161,14 @@ public:
     }
 
     /// Locks the mutex if that can be done at once: fails while it is locked or anyone waits.
+    /// Lock-free.
+    ///
+    /// @returns true if the caller now holds the lock.
     bool try_lock() noexcept { return semaphore_.try_acquire(1); }
 
-    /// Unlocks the mutex, passing it to the oldest waiter if there is one (its handler is posted).
+    /// Unlocks the mutex, passing it to the oldest waiter if there is one (its handler is posted,
+    /// never invoked here). Everything done while holding the lock happens-before the completion
+    /// of the lock operation that receives it.
     ///
     /// Precondition: the mutex is locked. Unlocking an unlocked mutex is a precondition violation,
     /// caught by an assertion in debug builds.
@@ -116,7 +178,8 @@ public:
         semaphore_.release(1);
     }
 
-    /// Aborts every pending lock operation with `boost::asio::error::operation_aborted`.
+    /// Aborts every pending lock operation with `boost::asio::error::operation_aborted` (posted,
+    /// oldest first). The holder of the lock, if any, keeps it; the mutex stays usable.
     ///
     /// @returns the number of operations aborted.
     std::size_t cancel() { return semaphore_.cancel(); }

@@ -2,7 +2,8 @@
 #define ASIO_SYNC_SEMAPHORE_HPP
 
 /// @file
-/// The asynchronous counting semaphore.
+/// The asynchronous counting semaphore: asio_sync::basic_semaphore, its permit objects
+/// (asio_sync::basic_semaphore::permit) and the asio_sync::semaphore alias.
 
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
@@ -47,7 +48,8 @@ class basic_shared_mutex;
 /// object that gives its permits back when destroyed. A *bounded* semaphore (the three-argument
 /// constructor) never lets more than its bound be in circulation, whatever the sequence of calls;
 /// `add_permits`, `forget_permits` and `reduce_permits` change the capacity while it is in use.
-/// See docs/permits.md for the rules and how they interact with queued waiters.
+/// See [Permits, bounds, capacity and time limits](permits.md) for the rules and how they
+/// interact with queued waiters.
 ///
 /// **Allocation.** An acquire satisfied at once allocates nothing of its own. An acquire that has
 /// to wait allocates one operation object with the handler's associated allocator; the waiter
@@ -64,8 +66,13 @@ class basic_shared_mutex;
 /// still queued. It may outlive its execution context: context shutdown destroys the queued
 /// acquires' handlers without invoking them, and the semaphore stays safe to destroy afterwards.
 ///
-/// @tparam Executor The I/O executor: the default executor for completion handlers and the
-/// context whose shutdown destroys pending operations.
+/// **Not copyable, not movable:** queued operations and permit objects refer to the semaphore by
+/// address.
+///
+/// @tparam Executor The I/O executor: the default executor for completion handlers, the executor
+/// of the timers of timed acquires, and the context whose shutdown destroys pending operations. A
+/// standard executor, such as `boost::asio::io_context::executor_type`, a `strand`, or
+/// `boost::asio::any_io_executor`.
 template <class Executor = boost::asio::any_io_executor>
 class basic_semaphore
 {
@@ -74,6 +81,8 @@ public:
     using executor_type = Executor;
 
     /// Rebinds the semaphore to another executor type.
+    ///
+    /// @tparam OtherExecutor The executor type to rebind to.
     template <class OtherExecutor>
     struct rebind_executor
     {
@@ -82,16 +91,27 @@ public:
     };
 
     /// The largest number of permits the semaphore can count, and the most one acquire may ask
-    /// for: 2^62 - 1 on 64-bit platforms.
+    /// for: 2^62 - 1 on 64-bit platforms (`SIZE_MAX >> 2`: the two low bits of the internal
+    /// counter hold flags). It is also the capacity of an unbounded semaphore.
     static constexpr std::size_t max_permits = detail::semaphore_core<>::max_permits;
 
-    /// Constructs a semaphore that holds `initial_permits` permits.
+    /// Constructs an unbounded semaphore that holds `initial_permits` permits.
     ///
+    /// The semaphore registers with the service of the executor's execution context, so that the
+    /// context's shutdown can destroy the operations still queued.
+    ///
+    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// @param initial_permits The permits in the counter at the start.
     /// @throws std::invalid_argument if `initial_permits > max_permits`.
     basic_semaphore(const executor_type& ex, std::size_t initial_permits);
 
-    /// Constructs a semaphore that uses the context's executor and holds `initial_permits`.
+    /// Constructs an unbounded semaphore that uses the context's executor and holds
+    /// `initial_permits`.
     ///
+    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context` or
+    /// `boost::asio::thread_pool`, whose executor converts to `executor_type`.
+    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// @param initial_permits The permits in the counter at the start.
     /// @throws std::invalid_argument if `initial_permits > max_permits`.
     template <
         class ExecutionContext,
@@ -110,11 +130,19 @@ public:
     /// release that was never paired with an acquire fails at that call. `capacity()` reports the
     /// bound; `add_permits`, `forget_permits` and `reduce_permits` move it.
     ///
+    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// @param initial_permits The permits in the counter at the start.
+    /// @param bound The most permits ever in circulation.
     /// @throws std::invalid_argument if `bound > max_permits` or `initial_permits > bound`.
     basic_semaphore(const executor_type& ex, std::size_t initial_permits, std::size_t bound);
 
     /// Constructs a bounded semaphore that uses the context's executor.
     ///
+    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context` or
+    /// `boost::asio::thread_pool`, whose executor converts to `executor_type`.
+    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// @param initial_permits The permits in the counter at the start.
+    /// @param bound The most permits ever in circulation.
     /// @throws std::invalid_argument if `bound > max_permits` or `initial_permits > bound`.
     template <
         class ExecutionContext,
@@ -124,14 +152,22 @@ public:
     {
     }
 
+    /// Not copyable (nor movable): operations and permits refer to the semaphore by address.
     basic_semaphore(const basic_semaphore&) = delete;
+    /// Not copy-assignable (nor move-assignable).
     basic_semaphore& operator=(const basic_semaphore&) = delete;
 
     /// Destroys the semaphore. Queued acquires complete with
-    /// `boost::asio::error::operation_aborted` (posted, as always).
+    /// `boost::asio::error::operation_aborted` (posted, as always, oldest first), and what they had
+    /// collected is dropped with the semaphore. The handlers are submitted after the internal
+    /// lock is released; none is invoked inside the destructor.
+    ///
+    /// No `permit` object may outlive the semaphore, and no cancellation signal bound to one of
+    /// its acquires may be emitted after this.
     ~basic_semaphore();
 
-    /// Returns the executor associated with the semaphore.
+    /// Returns the executor associated with the semaphore: the default executor of completion
+    /// handlers.
     const executor_type& get_executor() const noexcept { return executor_; }
 
     class permit;
@@ -139,39 +175,60 @@ public:
     /// Starts an asynchronous acquire of `n` permits.
     ///
     /// The operation completes once `n` permits are the caller's. While it waits it is queued
-    /// behind earlier waiters and collects permits as they are released; nobody takes permits
-    /// ahead of it. The permits it completes with must be given back with `release(n)`.
+    /// behind earlier waiters and, once at the head of the queue, collects permits as they are
+    /// released; nobody takes permits ahead of it: not a later acquire for fewer permits, not
+    /// `try_acquire`. The permits it completes with must be given back with `release(n)`.
     ///
-    /// **Completion signature:** `void(boost::system::error_code)`.
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
     ///
-    /// **Errors:**
-    /// - none: the caller now holds `n` permits. `n == 0` succeeds at once unless closed.
-    /// - `asio_sync::error::too_many_permits`: `n > capacity()` (for an unbounded semaphore,
-    ///   `n > max_permits`); nothing was queued. Or `reduce_permits` lowered a bounded
-    ///   semaphore's capacity below `n` while the operation waited.
-    /// - `asio_sync::error::closed`: the semaphore is closed, or was closed while this waited.
-    /// - `boost::asio::error::operation_aborted`: cancelled by per-operation cancellation,
-    ///   `cancel()` or the semaphore's destruction.
-    /// In every error case the operation holds no permits: those it had collected have been
-    /// handed to the waiters behind it or returned to the counter.
+    /// @par Per-operation cancellation
+    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported, through
+    /// the handler's associated cancellation slot, and all three do the same: a cancelled acquire
+    /// leaves the queue, hands what it had collected to the waiters behind it (which may complete
+    /// them), and completes with `operation_aborted`. A cancellation that races the grant has
+    /// exactly one outcome: success (the permits are the caller's) or `operation_aborted` (the
+    /// permits were handed on); never both, never neither. A cancellation that arrives after the
+    /// grant does nothing. An acquire decided at initiation (granted at once, or failed) is not
+    /// cancellable: it completes as decided.
     ///
-    /// **Per-operation cancellation:** terminal, partial and total cancellation are supported,
-    /// through the handler's associated cancellation slot. A cancelled acquire leaves the queue,
-    /// gives what it had collected to the waiters behind it, and completes with
-    /// `operation_aborted`. A cancellation that races a grant has exactly one outcome: either
-    /// success (the permits are the caller's) or `operation_aborted` (the permits were returned).
-    /// The cancellation signal must not be emitted after the semaphore is destroyed.
+    /// @par Executor
+    /// The handler is never invoked from within this function, nor from within `release`,
+    /// `cancel`, `close` or the destructor, nor while the semaphore's internal lock is held. It is
+    /// submitted to its associated executor (default: `get_executor()`) as if by
+    /// `boost::asio::post`, also when the permits are available at once. Outstanding work is
+    /// tracked on that executor (and on `get_executor()` when the handler has its own) from
+    /// initiation until the handler is submitted, so `io_context::run()` does not return while the
+    /// operation waits.
     ///
-    /// **Executor:** the handler is never invoked from within this function. It is submitted to
-    /// its associated executor (default: `get_executor()`) as if by `boost::asio::post`, even when
-    /// permits are available at once, with that executor's work outstanding until then.
+    /// @par Errors
+    /// - none: the caller now holds `n` permits. `n == 0` succeeds (posted) without waiting, even
+    ///   behind queued acquires, unless the semaphore is closed.
+    /// - `asio_sync::error::too_many_permits`: `n > capacity()` at the call (for an unbounded
+    ///   semaphore, `n > max_permits`), whether or not the semaphore is closed; nothing was
+    ///   queued. Or `reduce_permits` lowered a bounded semaphore's capacity below `n` while the
+    ///   operation waited.
+    /// - `asio_sync::error::closed`: the semaphore was closed before the call, or `close()` was
+    ///   called while the operation waited.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   semaphore's destruction, while the operation waited.
+    /// .
+    /// In every error case the operation holds no permits: what it had collected has gone to the
+    /// waiters behind it, to a `reduce_permits` debt or back to the counter.
     ///
-    /// **Thread safety:** may be called concurrently with any other member function.
+    /// @par Thread safety
+    /// May be called concurrently, from any thread, with any member function of the same
+    /// semaphore, the destructor excepted.
     ///
-    /// **Object lifetimes:** the semaphore must outlive the operation's initiation; destroying it
-    /// while the operation waits completes the operation with `operation_aborted`. An operation
-    /// that has to wait holds the handler in one object allocated with the handler's associated
-    /// allocator, released before the handler is invoked.
+    /// @par Object lifetimes
+    /// The semaphore must exist for the whole call; afterwards it may be destroyed while the
+    /// operation waits, which then completes with `operation_aborted`. A cancellation signal
+    /// bound to the operation must not be emitted after the semaphore is destroyed. If the
+    /// execution context shuts down while the operation waits, the handler is destroyed without
+    /// being invoked and the permits it had collected return to the semaphore. An acquire that
+    /// waits holds the handler in one object allocated with the handler's associated allocator,
+    /// and frees it before the handler is invoked; an acquire granted at once allocates no such
+    /// object.
     ///
     /// @param n The number of permits to acquire.
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
@@ -185,6 +242,30 @@ public:
     }
 
     /// Starts an asynchronous acquire of one permit: `async_acquire(1, token)`.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, with the side effects of `async_acquire(n, token)`.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// As `async_acquire(n, token)` with `n == 1`: `asio_sync::error::closed`,
+    /// `boost::asio::error::operation_aborted`, and `asio_sync::error::too_many_permits` when a
+    /// bounded semaphore's capacity is 0 (at the call, or lowered to 0 by `reduce_permits` while
+    /// the operation waited).
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_acquire(n, token)`.
+    ///
+    /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire(AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
@@ -200,7 +281,34 @@ public:
     /// destroyed without running (context shutdown) still gives them back. On a bounded semaphore
     /// the permits stay in circulation while the permit holds them.
     ///
-    /// **Completion signature:** `void(boost::system::error_code, permit)`.
+    /// @par Completion signature
+    /// `void(boost::system::error_code, permit)`. On success the permit holds `n` permits (none
+    /// for `n == 0`); on error it holds nothing.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_acquire(n, token)`: the cancelled acquire hands
+    /// what it had collected to the waiters behind it and completes with `operation_aborted` and
+    /// an empty permit. A cancellation racing the grant either yields a permit holding `n` or an
+    /// error with an empty permit.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then.
+    ///
+    /// @par Errors
+    /// Those of `async_acquire(n, token)`, in the same cases: `asio_sync::error::too_many_permits`,
+    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_acquire(n, token)`; in addition the semaphore must outlive the permit the handler
+    /// receives, including one made for a handler that is then destroyed without being invoked.
+    ///
+    /// @param n The number of permits to acquire.
+    /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire_permit(std::size_t n,
@@ -223,20 +331,42 @@ public:
     /// `experimental::make_parallel_group`: when the grant lands just after the timer won, `||`
     /// reports the timer, and the permits granted to the losing acquire are never released.
     ///
-    /// **Completion signature:** `void(boost::system::error_code)`.
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
     ///
-    /// **Errors:** those of `async_acquire`, and
-    /// - `asio_sync::error::timed_out`: the time ran out first;
-    /// - `boost::asio::error::no_memory`: the timer could not be started. Nothing is held.
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_acquire(n, token)`, and reported as
+    /// `operation_aborted`; the timer is cancelled with the operation.
     ///
-    /// **Executor:** the timer runs on `get_executor()`; the handler runs as for `async_acquire`.
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
     ///
-    /// **Allocation:** an acquire that has to wait allocates its operation (which holds the timer)
-    /// and the timer's wait, both with the handler's associated allocator.
+    /// @par Errors
+    /// Those of `async_acquire(n, token)`, and
+    /// - `asio_sync::error::timed_out`: `timeout` passed before the acquire was granted;
+    /// - `boost::asio::error::no_memory`: the operation was queued but its timer could not be
+    ///   started (starting it threw), so the acquire left the queue rather than wait without a
+    ///   limit.
+    /// .
+    /// In every error case the operation holds no permits.
     ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_acquire(n, token)`. The semaphore may be destroyed, and the context may shut
+    /// down, while the timer is pending. An acquire that has to wait allocates its operation
+    /// (which holds the timer) and the timer's wait, both with the handler's associated
+    /// allocator.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
     /// @param n The number of permits to acquire.
     /// @param timeout How long to wait, measured on `std::chrono::steady_clock`. Zero or negative:
-    /// give up unless the permits can be had without waiting for a release.
+    /// give up unless the permits can be had without waiting for a release (an acquire that has
+    /// to queue times out when its timer's handler runs, unless a release grants it first).
     /// @param token The completion token.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
@@ -251,8 +381,35 @@ public:
     /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up after
     /// `timeout`: `async_acquire_permit` with the time limit of `async_acquire_for`.
     ///
-    /// **Completion signature:** `void(boost::system::error_code, permit)`. On
-    /// `asio_sync::error::timed_out`, the permit holds nothing.
+    /// @par Completion signature
+    /// `void(boost::system::error_code, permit)`. On success the permit holds `n` permits; on any
+    /// error, `asio_sync::error::timed_out` included, it holds nothing.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_acquire(n, token)`; reported as
+    /// `operation_aborted` with an empty permit.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
+    /// `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_acquire_for`: `asio_sync::error::timed_out`,
+    /// `boost::asio::error::no_memory`, `asio_sync::error::too_many_permits`,
+    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_acquire_for`; the semaphore must outlive the permit the handler receives.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param n The number of permits to acquire.
+    /// @param timeout How long to wait, measured on `std::chrono::steady_clock`.
+    /// @param token The completion token.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -266,14 +423,22 @@ public:
     /// Takes `n` permits if that can be done at once, without waiting.
     ///
     /// Fails when the semaphore is closed, when fewer than `n` permits are available, or when any
-    /// acquire is queued (so it never overtakes a waiter). `try_acquire(0)` succeeds unless closed.
-    /// Lock-free.
+    /// acquire is queued or a `reduce_permits` debt is open (so it never overtakes a waiter).
+    /// `try_acquire(0)` succeeds unless closed. Lock-free; may be called concurrently with any
+    /// member function but the destructor. A successful call pairs with the releases whose
+    /// permits it took, as an acquire does (see the class's memory ordering).
     ///
-    /// @returns true if the caller now holds `n` permits.
+    /// The permits must be given back with `release(n)`.
+    ///
+    /// @param n The number of permits to take.
+    /// @returns true if the caller now holds `n` permits; false, with nothing changed, otherwise.
     bool try_acquire(std::size_t n = 1) noexcept { return impl_.core.try_acquire(n); }
 
     /// Takes `n` permits, as a `permit`, if that can be done at once: `try_acquire(n)` that
-    /// returns a permit holding them, or nothing.
+    /// returns a permit holding them, or nothing. Fails in the same cases as `try_acquire(n)`.
+    ///
+    /// @param n The number of permits to take.
+    /// @returns a permit holding `n` permits, or `std::nullopt` with nothing changed.
     std::optional<permit> try_acquire_permit(std::size_t n = 1);
 
     /// Gives `n` permits back.
@@ -281,28 +446,39 @@ public:
     /// They go to the oldest queued acquires first; the first waiter left partly served stops the
     /// hand-off (head-of-line order), and what no waiter needs returns to the counter. Completed
     /// waiters' handlers are posted after the internal lock is released, never invoked here.
-    /// Works after `close()` too. Lock-free while nobody waits.
+    /// Works after `close()` too. Lock-free while nobody waits and no `reduce_permits` debt is
+    /// open; otherwise the permits pay the debt first. May be called concurrently with any member
+    /// function but the destructor. Everything the calling thread did before the call
+    /// happens-before the completion (or successful `try_acquire`) that receives these permits.
     ///
     /// On a bounded semaphore, the `n` permits enter circulation: the call fails if that would
     /// pass the bound (so releasing permits that were not acquired is caught here). Permits held
     /// by a `permit` object are given back through it, not with this function.
     ///
+    /// @param n The number of permits to give back; 0 does nothing.
     /// @throws std::overflow_error if a bounded semaphore would have more than `capacity()`
     /// permits in circulation, or the counter would exceed `max_permits`. Nothing changes.
     void release(std::size_t n = 1);
 
     /// Gives `n` permits back, like `release(n)`, but reports failure instead of throwing.
     ///
-    /// @returns false, changing nothing, where `release(n)` would throw.
+    /// @param n The number of permits to give back.
+    /// @returns false, changing nothing, where `release(n)` would throw; true otherwise.
     bool try_release(std::size_t n = 1) noexcept;
 
     /// Returns the bound of a bounded semaphore, `max_permits` for an unbounded one.
+    ///
+    /// An acquire of more than `capacity()` permits fails with
+    /// `asio_sync::error::too_many_permits`. Lock-free; a snapshot that concurrent capacity
+    /// changes may outdate at once.
     std::size_t capacity() const noexcept { return impl_.core.capacity(); }
 
     /// Raises the capacity by `n`: `n` new permits enter circulation, going to queued acquires
     /// first, like a release. A bounded semaphore's bound rises by `n` too. Works after `close()`
-    /// and does not re-open the semaphore.
+    /// and does not re-open the semaphore. Completed waiters' handlers are posted, never invoked
+    /// here.
     ///
+    /// @param n The number of permits to add.
     /// @throws std::overflow_error if the bound or the counter would exceed `max_permits`.
     /// Nothing changes.
     void add_permits(std::size_t n);
@@ -311,8 +487,10 @@ public:
     /// A bounded semaphore's bound drops by as many. Only available permits are taken: while any
     /// acquire is queued (or a `reduce_permits` debt is open) the counter is empty and nothing is
     /// removed. Lock-free readers see the change at once; does not re-open a closed semaphore.
+    /// Never completes a waiter.
     ///
-    /// @returns the number of permits removed.
+    /// @param n The most permits to remove.
+    /// @returns the number of permits removed: `min(n, available())` at the moment of the call.
     std::size_t forget_permits(std::size_t n);
 
     /// Lowers the capacity by exactly `n`, without waiting.
@@ -323,33 +501,40 @@ public:
     /// acquire. While in debt, `available()` is 0, `try_acquire` fails and acquires queue. A bounded
     /// semaphore's bound drops by `n` at once, and queued acquires that ask for more than the new
     /// bound complete with `asio_sync::error::too_many_permits` (posted), handing on what they
-    /// had collected. Does not re-open a closed semaphore.
+    /// had collected. Does not re-open a closed semaphore. `reduce_permits(0)` does nothing.
     ///
+    /// @param n How much to lower the capacity by.
     /// @throws std::invalid_argument if `n > capacity()`; std::overflow_error if the debt would
-    /// exceed `max_permits`. Nothing changes.
+    /// exceed `max_permits` (only possible without a bound). Nothing changes.
     void reduce_permits(std::size_t n);
 
-    /// Returns the number of permits in the counter now. It is 0 while anyone waits.
+    /// Returns the number of permits in the counter now. It is 0 while anyone waits and while a
+    /// `reduce_permits` debt is open. Lock-free; a snapshot, for monitoring and tests.
     std::size_t available() const noexcept { return impl_.core.available(); }
 
-    /// Returns the number of acquires queued now.
+    /// Returns the number of acquires queued now. A snapshot, for monitoring and tests.
     std::size_t waiting() const noexcept { return impl_.core.waiting(); }
 
-    /// Aborts every queued acquire. They complete with `boost::asio::error::operation_aborted`;
-    /// the permits they had collected return to the counter. The semaphore stays usable.
+    /// Aborts every queued acquire. They complete with `boost::asio::error::operation_aborted`,
+    /// oldest first; their handlers are posted after the internal lock is released, never invoked
+    /// here. The permits they had collected pay a `reduce_permits` debt, then return to the
+    /// counter. The semaphore stays usable: later acquires queue as before.
     ///
     /// @returns the number of acquires aborted.
     std::size_t cancel();
 
     /// Closes the semaphore for good.
     ///
-    /// Queued acquires complete with `asio_sync::error::closed` and their collected permits
-    /// return to the counter. Later acquires complete with `asio_sync::error::closed` (also for
-    /// `n == 0`) and `try_acquire` fails. `release` still works, and `available()` grows with it,
-    /// so holders can still give their permits back.
+    /// Queued acquires complete with `asio_sync::error::closed`, oldest first (posted, never
+    /// invoked here), and their collected permits pay a `reduce_permits` debt, then return to the
+    /// counter. Later acquires complete with `asio_sync::error::closed` (also for `n == 0`; an
+    /// acquire of more than `capacity()` still reports `too_many_permits`) and `try_acquire`
+    /// fails. `release` still works, and `available()` grows with it, so holders can still give
+    /// their permits back; `add_permits`, `forget_permits` and `reduce_permits` work too and do
+    /// not re-open the semaphore. Closing twice does nothing more.
     void close();
 
-    /// Returns true once `close()` has been called.
+    /// Returns true once `close()` has been called. Lock-free.
     bool is_closed() const noexcept { return impl_.core.is_closed(); }
 
 private:
@@ -422,16 +607,28 @@ private:
 /// Move-only. A moved-from permit holds nothing but still names its semaphore. The semaphore must
 /// outlive every permit that names it.
 ///
+/// A permit made by a permit acquire is created at the moment the acquire is granted, inside the
+/// completion: if the handler is destroyed without being invoked (context shutdown), the permits
+/// still come back. On a bounded semaphore the permits stay in circulation while a permit holds
+/// them, so giving them back never fails. See [Permits, bounds, capacity and time
+/// limits](permits.md).
+///
 /// **Thread safety:** distinct permits may be used concurrently, also permits of the same
 /// semaphore; one permit object must not be used by two threads at once.
 template <class Executor>
 class basic_semaphore<Executor>::permit
 {
 public:
-    /// Takes over what `other` holds; `other` then holds nothing.
+    /// Takes over what `other` holds and the semaphore it names; `other` then holds nothing.
+    ///
+    /// @param other The permit to take over.
     permit(permit&& other) noexcept : semaphore_(other.semaphore_), count_(std::exchange(other.count_, 0)) {}
 
-    /// Gives back what this permit holds, then takes over what `other` holds.
+    /// Gives back what this permit holds (as `release()`), then takes over what `other` holds and
+    /// the semaphore it names; `other` then holds nothing. Self-assignment does nothing.
+    ///
+    /// @param other The permit to take over.
+    /// @returns `*this`.
     permit& operator=(permit&& other) noexcept
     {
         if (this != &other)
@@ -443,10 +640,12 @@ public:
         return *this;
     }
 
+    /// Not copyable: each permit is held by one object.
     permit(const permit&) = delete;
+    /// Not copy-assignable.
     permit& operator=(const permit&) = delete;
 
-    /// Gives back what this permit holds.
+    /// Gives back what this permit holds, as `release()` does.
     ~permit() { release(); }
 
     /// Returns the number of permits held.
@@ -469,8 +668,10 @@ public:
     /// the permit holds nothing.
     void forget() noexcept { semaphore_->impl_.core.forget_permit(std::exchange(count_, 0)); }
 
-    /// Moves `k` of the permits held into a new permit.
+    /// Moves `k` of the permits held into a new permit of the same semaphore.
     ///
+    /// @param k How many permits to move; 0 makes an empty permit.
+    /// @returns a permit holding `k` permits.
     /// @throws std::invalid_argument if `k > count()`. Nothing changes.
     permit split(std::size_t k)
     {
@@ -480,8 +681,10 @@ public:
         return permit(*semaphore_, k);
     }
 
-    /// Takes over what `other` holds; `other` then holds nothing.
+    /// Takes over what `other` holds; `other` then holds nothing. Merging a permit into itself
+    /// does nothing.
     ///
+    /// @param other A permit of the same semaphore.
     /// @throws std::invalid_argument if `other` names another semaphore. Nothing changes.
     void merge(permit&& other)
     {
@@ -491,7 +694,7 @@ public:
             count_ += std::exchange(other.count_, 0);
     }
 
-    /// Returns the semaphore the permits belong to.
+    /// Returns the semaphore the permits belong to (also after a move, and when it holds none).
     basic_semaphore& semaphore() const noexcept { return *semaphore_; }
 
 private:

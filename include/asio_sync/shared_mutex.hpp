@@ -2,7 +2,8 @@
 #define ASIO_SYNC_SHARED_MUTEX_HPP
 
 /// @file
-/// The asynchronous shared (reader-writer) mutex.
+/// The asynchronous shared (reader-writer) mutex: asio_sync::basic_shared_mutex and the
+/// asio_sync::shared_mutex alias.
 
 #include <asio_sync/detail/lock_grant.hpp>
 #include <asio_sync/semaphore.hpp>
@@ -29,7 +30,11 @@ namespace asio_sync {
 /// member function may be called concurrently from any thread; an unlock happens-before the
 /// completion of every lock operation it lets through.
 ///
-/// @tparam Executor The I/O executor: the default executor for completion handlers.
+/// Not copyable, not movable; not recursive, and with no owner thread. There is no `close()`: to
+/// stop the waiters, `cancel()` them.
+///
+/// @tparam Executor The I/O executor: the default executor for completion handlers and the
+/// context whose shutdown destroys pending operations.
 template <class Executor = boost::asio::any_io_executor>
 class basic_shared_mutex
 {
@@ -38,6 +43,8 @@ public:
     using executor_type = Executor;
 
     /// Rebinds the mutex to another executor type.
+    ///
+    /// @tparam OtherExecutor The executor type to rebind to.
     template <class OtherExecutor>
     struct rebind_executor
     {
@@ -45,11 +52,14 @@ public:
         using other = basic_shared_mutex<OtherExecutor>;
     };
 
-    /// The most readers that may hold the lock at once by default: no practical limit.
+    /// The most readers that may hold the lock at once by default: `basic_semaphore::max_permits`,
+    /// no practical limit.
     static constexpr std::size_t default_max_readers = basic_semaphore<Executor>::max_permits;
 
     /// Constructs an unlocked mutex that admits at most `max_readers` readers at once.
     ///
+    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// @param max_readers The most readers that may hold the lock at once; the next reader waits.
     /// @throws std::invalid_argument if `max_readers` is 0 or above the semaphore's `max_permits`.
     explicit basic_shared_mutex(const executor_type& ex, std::size_t max_readers = default_max_readers)
         : semaphore_(ex, checked(max_readers)), max_readers_(max_readers)
@@ -58,6 +68,10 @@ public:
 
     /// Constructs an unlocked mutex that uses the context's executor.
     ///
+    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
+    /// executor converts to `executor_type`.
+    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// @param max_readers The most readers that may hold the lock at once; the next reader waits.
     /// @throws std::invalid_argument if `max_readers` is 0 or above the semaphore's `max_permits`.
     template <
         class ExecutionContext,
@@ -67,14 +81,18 @@ public:
     {
     }
 
+    /// Not copyable (nor movable): lock operations and guards refer to the mutex by address.
     basic_shared_mutex(const basic_shared_mutex&) = delete;
+    /// Not copy-assignable (nor move-assignable).
     basic_shared_mutex& operator=(const basic_shared_mutex&) = delete;
 
     /// Destroys the mutex. Pending lock operations complete with
-    /// `boost::asio::error::operation_aborted`.
+    /// `boost::asio::error::operation_aborted` (posted, oldest first). No lock guard may outlive
+    /// the mutex.
     ~basic_shared_mutex() = default;
 
-    /// Returns the executor associated with the mutex.
+    /// Returns the executor associated with the mutex: the default executor of completion
+    /// handlers.
     const executor_type& get_executor() const noexcept { return semaphore_.get_executor(); }
 
     /// Returns the most readers that may hold the lock at once.
@@ -83,23 +101,46 @@ public:
     /// Starts an asynchronous exclusive lock. On success the caller holds the lock alone and must
     /// `unlock()` it (or `downgrade()` it to a shared lock).
     ///
-    /// **Completion signature:** `void(boost::system::error_code)`.
+    /// The writer waits until no reader and no writer holds the lock, and behind every lock
+    /// operation queued before it; from the moment it is queued, readers that arrive later wait
+    /// behind it.
     ///
-    /// **Errors:** `boost::asio::error::operation_aborted` when cancelled (per-operation
-    /// cancellation, `cancel()`, destruction of the mutex); the lock is then not held.
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
     ///
-    /// **Per-operation cancellation:** terminal, partial and total. A cancelled writer that had
-    /// collected part of the lock (readers leaving before it) passes that on to the waiters behind
-    /// it, so the readers it was blocking proceed. A cancellation racing the grant has exactly one
-    /// outcome: success with the lock held, or `operation_aborted` with nothing held.
+    /// @par Per-operation cancellation
+    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
+    /// associated cancellation slot. A cancelled writer that had collected part of the lock
+    /// (readers leaving before it) passes that on to the waiters behind it, so the readers it was
+    /// blocking proceed. A cancellation racing the grant has exactly one outcome: success with the
+    /// lock held, or `operation_aborted` with nothing held.
     ///
-    /// **Executor:** the handler is never invoked from within this function; it is submitted to
-    /// its associated executor (default: `get_executor()`) as if by `boost::asio::post`.
+    /// @par Executor
+    /// The handler is never invoked from within this function, nor from within the unlock
+    /// functions, `downgrade`, `cancel` or the destructor; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, also when the lock is
+    /// free at once, with outstanding work tracked until then.
     ///
-    /// **Thread safety:** may be called concurrently with any other member function.
+    /// @par Errors
+    /// - none: the caller holds the lock alone.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   mutex's destruction, while the operation waited. The lock is then not held.
+    /// .
+    /// No other error is reported: the mutex cannot be closed, and a writer never asks for more
+    /// than `max_readers()`.
     ///
-    /// **Object lifetimes:** the mutex must outlive the initiation; destroying it aborts the
-    /// pending lock. A lock that waits allocates one object with the handler's allocator.
+    /// @par Thread safety
+    /// May be called concurrently, from any thread, with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending lock.
+    /// A cancellation signal bound to the operation must not be emitted after the mutex is
+    /// destroyed. At context shutdown a pending lock's handler is destroyed without being
+    /// invoked. A lock that waits allocates one object with the handler's associated allocator,
+    /// freed before the handler is invoked.
+    ///
+    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
+    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
@@ -109,10 +150,29 @@ public:
 
     /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`.
     ///
-    /// **Completion signature:**
+    /// @par Completion signature
     /// `void(boost::system::error_code, std::unique_lock<basic_shared_mutex>)`. On success it owns
     /// the lock (adopted) and unlocks it when destroyed, also if the handler is destroyed without
-    /// being invoked; on error it owns nothing. The rest: as `async_lock`.
+    /// being invoked; on error it owns nothing.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as `async_lock`.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// As `async_lock`: only `boost::asio::error::operation_aborted`, with an empty
+    /// `unique_lock`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock`; in addition the mutex must outlive the `unique_lock` the handler receives.
+    ///
+    /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -124,10 +184,14 @@ public:
     }
 
     /// Takes the exclusive lock if that can be done at once: fails while anyone holds the lock in
-    /// any mode or any lock operation waits.
+    /// any mode or any lock operation waits. Lock-free.
+    ///
+    /// @returns true if the caller now holds the lock alone.
     bool try_lock() noexcept { return semaphore_.try_acquire(max_readers_); }
 
-    /// Releases the exclusive lock, passing it on to the oldest waiters (their handlers are posted).
+    /// Releases the exclusive lock, passing it on to the oldest waiters (their handlers are posted,
+    /// never invoked here): the writer at the head of the queue, or the readers queued ahead of
+    /// the first waiting writer (up to `max_readers()`), that writer then collecting what is left.
     ///
     /// Precondition: the caller holds the exclusive lock (asserted in debug builds).
     void unlock()
@@ -140,11 +204,33 @@ public:
     /// Starts an asynchronous shared lock. On success the caller holds a share of the lock and
     /// must `unlock_shared()` it.
     ///
-    /// **Completion signature:** `void(boost::system::error_code)`.
-    ///
     /// Waits while a writer holds the lock, while `max_readers` readers hold it, or while any
-    /// other lock operation is queued (FIFO: a queued writer is not overtaken). Errors,
-    /// cancellation, executor, thread safety and lifetimes: as `async_lock`.
+    /// other lock operation is queued (FIFO: a queued writer is not overtaken).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as `async_lock`; a cancellation racing the grant has exactly
+    /// one outcome.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then.
+    ///
+    /// @par Errors
+    /// - none: the caller holds a share of the lock.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   mutex's destruction, while the operation waited. Nothing is held.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock`.
+    ///
+    /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
@@ -154,10 +240,30 @@ public:
 
     /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`.
     ///
-    /// **Completion signature:**
+    /// @par Completion signature
     /// `void(boost::system::error_code, std::shared_lock<basic_shared_mutex>)`. On success it
     /// owns a share of the lock (adopted) and releases it when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing. The rest: as `async_lock_shared`.
+    /// destroyed without being invoked; on error it owns nothing.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as `async_lock_shared`.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// As `async_lock_shared`: only `boost::asio::error::operation_aborted`, with an empty
+    /// `shared_lock`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_shared`; in addition the mutex must outlive the `shared_lock` the handler
+    /// receives.
+    ///
+    /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -169,10 +275,13 @@ public:
     }
 
     /// Takes a share of the lock if that can be done at once: fails while a writer holds it,
-    /// while `max_readers` readers hold it, or while any lock operation waits.
+    /// while `max_readers` readers hold it, or while any lock operation waits. Lock-free.
+    ///
+    /// @returns true if the caller now holds a share of the lock.
     bool try_lock_shared() noexcept { return semaphore_.try_acquire(1); }
 
-    /// Releases a share of the lock.
+    /// Releases a share of the lock. When the last reader leaves, a writer waiting at the head of
+    /// the queue gets the lock (its handler is posted, never invoked here).
     ///
     /// Precondition: the caller holds a shared lock (asserted in debug builds).
     void unlock_shared()
@@ -195,7 +304,8 @@ public:
     }
 
     /// Aborts every pending lock operation, shared or exclusive, with
-    /// `boost::asio::error::operation_aborted`.
+    /// `boost::asio::error::operation_aborted` (posted, oldest first). Those who hold the lock
+    /// keep it; the mutex stays usable.
     ///
     /// @returns the number of operations aborted.
     std::size_t cancel() { return semaphore_.cancel(); }
