@@ -199,7 +199,16 @@ public:
     /// `boost::asio::post`, also when the permits are available at once. Outstanding work is
     /// tracked on that executor (and on `get_executor()` when the handler has its own) from
     /// initiation until the handler is submitted, so `io_context::run()` does not return while the
-    /// operation waits.
+    /// operation waits. An acquire decided at initiation, and the first waiter a `release` serves,
+    /// are submitted as continuations of the caller (`execution::relationship.continuation`): on a
+    /// thread that runs the handler's `io_context` or `thread_pool`, the handler runs after the
+    /// caller's own handler returns, without waking another thread.
+    ///
+    /// With the token `boost::asio::use_awaitable` there is no handler: when the permits are free
+    /// the coroutine takes them and continues without suspending. So that a loop of such acquires
+    /// cannot keep the other handlers of its thread from running, every 64th acquire on a thread
+    /// suspends and resumes through the executor. Tokens that wrap `use_awaitable` (`as_tuple`,
+    /// `redirect_error`) take the ordinary path.
     ///
     /// @par Errors
     /// - none: the caller now holds `n` permits. `n == 0` succeeds (posted) without waiting, even
