@@ -604,9 +604,9 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_throws_system_error_on_error, semaphore_wi
     check_throws_code([&] { std::rethrow_exception(escaped.error); }, aborted);
 }
 
-// A free permit is taken without suspending the coroutine: a handler posted before the acquire
-// has not run after it. The permit and scoped-lock forms share the path; an acquire that must
-// wait, or that fails, still suspends.
+// A free permit is taken without suspending the coroutine, with use_awaitable and with
+// as_tuple(use_awaitable): a handler posted before the acquire has not run after it. The permit,
+// timed and lock forms share the path; an acquire that must wait, or that fails, still suspends.
 BOOST_FIXTURE_TEST_CASE(use_awaitable_takes_free_permits_without_suspending, semaphore_with<3>)
 {
     bool posted_ran = false;
@@ -623,7 +623,13 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_takes_free_permits_without_suspending, sem
         co_await sem.async_acquire_for(2, std::chrono::hours(1), asio::use_awaitable);
         ran_before.push_back(posted_ran);
         BOOST_TEST(sem.available() == 0u);
-        sem.release(3);
+        sem.release(2);
+        auto [ec, tuple_permit] = co_await sem.async_acquire_permit(2, asio::as_tuple(asio::use_awaitable));
+        ran_before.push_back(posted_ran);
+        BOOST_TEST(ec == success);
+        BOOST_TEST(tuple_permit.count() == 2u);
+        tuple_permit.release();
+        sem.release(1);
         // More than the capacity: fails, through the executor.
         asio_sync::semaphore bounded(io, 1, 1);
         std::optional<error_code> code;
@@ -637,11 +643,13 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_takes_free_permits_without_suspending, sem
         }
         check_result(code, asio_sync::error::too_many_permits);
         ran_before.push_back(posted_ran);
+        auto [tuple_code] = co_await bounded.async_acquire(2, asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(tuple_code == asio_sync::error::too_many_permits);
     });
     // On a new thread, whose budget of acquires without suspension is whole.
     std::thread([&] { run_to_completion(io); }).join();
     coro.check_finished();
-    BOOST_TEST(ran_before == (std::vector<bool>{false, false, false, true}),
+    BOOST_TEST(ran_before == (std::vector<bool>{false, false, false, false, true}),
                boost::test_tools::per_element());
     check_counts(sem, 3, 0);
 }

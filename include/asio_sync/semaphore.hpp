@@ -204,11 +204,11 @@ public:
     /// thread that runs the handler's `io_context` or `thread_pool`, the handler runs after the
     /// caller's own handler returns, without waking another thread.
     ///
-    /// With the token `boost::asio::use_awaitable` there is no handler: when the permits are free
-    /// the coroutine takes them and continues without suspending. So that a loop of such acquires
-    /// cannot keep the other handlers of its thread from running, every 64th acquire on a thread
-    /// suspends and resumes through the executor. Tokens that wrap `use_awaitable` (`as_tuple`,
-    /// `redirect_error`) take the ordinary path.
+    /// With the token `boost::asio::use_awaitable` or `as_tuple(use_awaitable)` there is no
+    /// handler: when the permits are free the coroutine takes them and continues without
+    /// suspending. So that a loop of such acquires cannot keep the other handlers of its thread
+    /// from running, every 64th acquire on a thread suspends and resumes through the executor.
+    /// Other tokens wrapping `use_awaitable` (`redirect_error`) take the ordinary path.
     ///
     /// @par Errors
     /// - none: the caller now holds `n` permits. `n == 0` succeeds (posted) without waiting, even
@@ -578,9 +578,9 @@ private:
     {
         initiate_async_acquire<Grant, Timeout> initiation(this, grant, timeout);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
-        using coroutine_executor = detail::use_awaitable_executor_t<Token>;
-        if constexpr (!std::is_void_v<coroutine_executor>)
-            return detail::acquire_awaitable<Signature, coroutine_executor>(impl_.core, n, grant, initiation);
+        if constexpr (!std::is_void_v<detail::awaitable_executor_t<Token>>)
+            return detail::acquire_awaitable<Signature, std::decay_t<Token>>(impl_.core, n, grant,
+                                                                             initiation);
         else
 #endif
             return boost::asio::async_initiate<Token, Signature>(initiation, token, n);

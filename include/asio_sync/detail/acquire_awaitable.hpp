@@ -4,6 +4,7 @@
 #include <boost/asio/async_result.hpp>
 
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -19,22 +20,6 @@ namespace asio_sync::detail {
 
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
 
-// The coroutine executor of a use_awaitable token; void for any other token.
-template <class Token>
-struct use_awaitable_executor
-{
-    using type = void;
-};
-
-template <class Executor>
-struct use_awaitable_executor<boost::asio::use_awaitable_t<Executor>>
-{
-    using type = Executor;
-};
-
-template <class Token>
-using use_awaitable_executor_t = typename use_awaitable_executor<std::decay_t<Token>>::type;
-
 // How many acquires one thread may complete without suspending their coroutines before it
 // suspends one (posts its completion), so that a loop of acquires that never wait still lets the
 // other handlers of its thread run. Tokio's cooperative budget plays the same role.
@@ -49,37 +34,70 @@ inline bool spend_immediate_acquire_budget() noexcept
     return false;
 }
 
-// What `co_await` yields for a completion signature: void(error_code) -> void,
-// void(error_code, T) -> T; the error code becomes an exception, as with use_awaitable.
-template <class Signature>
-struct awaitable_value;
-
-template <class... Values>
-struct awaitable_value<void(boost::system::error_code, Values...)>
+// The awaitable tokens whose acquires may go on without suspending, and what `co_await` yields
+// for a completion signature void(error_code, Values...). Other tokens: `executor` is void.
+template <class Token>
+struct awaitable_token
 {
-    static_assert(sizeof...(Values) <= 1);
-    using type = std::tuple_element_t<0, std::tuple<Values..., void>>;
+    using executor = void;
 };
 
-template <class Signature>
-using awaitable_value_t = typename awaitable_value<Signature>::type;
+// use_awaitable: void or the value; an error code becomes an exception.
+template <class Executor>
+struct awaitable_token<boost::asio::use_awaitable_t<Executor>>
+{
+    using executor = Executor;
+
+    template <class... Values>
+    static std::tuple_element_t<0, std::tuple<Values..., void>>
+    value(std::tuple<boost::system::error_code, Values...>&& result)
+    {
+        static_assert(sizeof...(Values) <= 1);
+        if constexpr (sizeof...(Values) == 1)
+            return std::get<1>(std::move(result));
+    }
+
+    static boost::asio::deferred_t deferred() noexcept { return boost::asio::deferred; }
+};
+
+// as_tuple(use_awaitable): the whole tuple, error code first.
+template <class Executor>
+struct awaitable_token<boost::asio::as_tuple_t<boost::asio::use_awaitable_t<Executor>>>
+{
+    using executor = Executor;
+
+    template <class Result>
+    static Result value(Result&& result)
+    {
+        return std::move(result);
+    }
+
+    static boost::asio::as_tuple_t<boost::asio::deferred_t> deferred() noexcept
+    {
+        return boost::asio::as_tuple(boost::asio::deferred);
+    }
+};
+
+template <class Token>
+using awaitable_executor_t = typename awaitable_token<std::decay_t<Token>>::executor;
+
+template <class Token, class Grant>
+using awaitable_value_t = decltype(awaitable_token<Token>::value(
+    std::declval<std::invoke_result_t<const Grant&, boost::system::error_code>>()));
 
 // `co_await semaphore.async_acquire(use_awaitable)` when the permits are free: the coroutine takes
 // them and goes on without suspending, so nothing is posted. Otherwise (and when the budget is
-// spent) the ordinary initiation runs, with the coroutine suspended first as use_awaitable does.
-template <class Signature, class Executor, class Core, class Grant, class Initiation>
-boost::asio::awaitable<awaitable_value_t<Signature>, Executor>
+// spent) the ordinary initiation runs as an async operation awaited in this frame, with the
+// coroutine suspended first, as use_awaitable does.
+template <class Signature, class Token, class Core, class Grant, class Initiation>
+boost::asio::awaitable<awaitable_value_t<Token, Grant>, typename awaitable_token<Token>::executor>
 acquire_awaitable(Core& core, std::size_t n, Grant grant, Initiation initiation)
 {
     if (spend_immediate_acquire_budget() && core.try_acquire(n, Grant::to_permit))
-    {
-        if constexpr (std::is_void_v<awaitable_value_t<Signature>>)
-            co_return;
-        else
-            co_return std::get<1>(grant(boost::system::error_code()));
-    }
-    co_return co_await boost::asio::async_initiate<const boost::asio::deferred_t&, Signature>(
-        std::move(initiation), boost::asio::deferred, n);
+        co_return awaitable_token<Token>::value(grant(boost::system::error_code()));
+    auto deferred = awaitable_token<Token>::deferred();
+    co_return co_await boost::asio::async_initiate<decltype(deferred), Signature>(std::move(initiation),
+                                                                                  deferred, n);
 }
 
 #endif // defined(BOOST_ASIO_HAS_CO_AWAIT)
