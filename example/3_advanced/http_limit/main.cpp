@@ -103,7 +103,7 @@ struct options
 };
 
 constexpr const char usage[] =
-    "usage: http_limit [--self-test] [--no-limit] [--port N] [--threads N] [--duration SECONDS]\n"
+    "usage: http_limit [--help] [--self-test] [--no-limit] [--port N] [--threads N] [--duration SECONDS]\n"
     "                  [--global N] [--global-queue N] [--per-client N] [--client-queue N]\n"
     "                  [--queue-timeout MS] [--backend-slots N] [--work MS]\n"
     "                  [--test-addresses N] [--test-connections N]\n"
@@ -558,6 +558,11 @@ double percentile(const std::vector<double>& sorted, double p)
 int main(int argc, char** argv)
 {
     options opts;
+    if (argc == 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h"))
+    {
+        std::fputs(usage, stdout);
+        return 0;
+    }
     if (!parse_options(argc, argv, opts))
     {
         std::fputs(usage, stderr);
