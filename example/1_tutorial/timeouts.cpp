@@ -23,6 +23,7 @@
 #include <asio_sync/semaphore.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -33,6 +34,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <thread>
 

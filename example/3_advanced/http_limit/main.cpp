@@ -397,10 +397,12 @@ awaitable<http::response<http::string_body>> handle(const http::request<http::st
                                                     client_state& client, server& srv)
 {
     const auto refuse = [&](verdict v, bool at_client) {
-        (v == verdict::queue_full  ? (at_client ? srv.stats.client_queue_full : srv.stats.global_queue_full)
-         : v == verdict::timed_out ? srv.stats.timed_out
-                                   : srv.stats.shut_down)
-            .fetch_add(1);
+        if (v == verdict::queue_full)
+            (at_client ? srv.stats.client_queue_full : srv.stats.global_queue_full).fetch_add(1);
+        else if (v == verdict::timed_out)
+            srv.stats.timed_out.fetch_add(1);
+        else
+            srv.stats.shut_down.fetch_add(1);
         return make_response(http::status::service_unavailable, "busy, try again later\n", req.version());
     };
 
@@ -434,7 +436,7 @@ awaitable<void> serve_connection(tcp::socket socket, server& srv)
     const asio::ip::address address = socket.remote_endpoint(ec).address();
     if (ec)
         co_return;
-    std::shared_ptr<client_state> client = srv.clients.join(address, socket.get_executor(), srv.opts);
+    std::shared_ptr<client_state> client = srv.clients.join(address, srv.ctx.get_executor(), srv.opts);
     struct membership // leaves the registry however the connection ends
     {
         server& srv;
