@@ -4,7 +4,8 @@
 // interleave their bytes, and a message written in several pieces (a header, then a body) may be
 // split by another writer's message even when each write runs alone. Holding an asynchronous
 // mutex from the first piece to the last makes each message one unit on the wire. The lock is
-// held across co_await, which a std::mutex could not do without blocking a thread.
+// held across co_await, which a std::mutex could not do without blocking a thread. Where the
+// io_context runs on several threads, the lock also keeps two threads from using the socket at once.
 //
 // Here W writer coroutines, on an io_context run by two threads, each send M messages over one
 // loopback connection. Each message is a header line "<writer> <sequence> <length>" followed by a
@@ -56,7 +57,7 @@ char letter(int writer)
 
 std::size_t body_length(int writer, int sequence)
 {
-    return 1 + static_cast<std::size_t>(writer * 7919 + sequence * 104729) % 4000;
+    return 1 + (static_cast<std::size_t>(writer) * 7919 + static_cast<std::size_t>(sequence) * 104729) % 4000;
 }
 
 asio::awaitable<void> writer(tcp::socket& socket, asio_sync::mutex& write_lock, int id, int messages)
