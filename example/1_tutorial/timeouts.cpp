@@ -46,11 +46,13 @@ using asio::use_awaitable;
 constexpr auto deadline = 20ms; // how long each waiter is prepared to wait
 
 // Holds the semaphore's only permit until just after the waiter's deadline, then gives it back.
-// The thread is kept busy past the deadline (as a slow handler would), and the release happens one
-// hop later: by then the waiter's timer has fired, but its handler has not run yet.
+// It first lets the waiter start (and arm its timer). The thread is then kept busy past the
+// deadline (as a slow handler would), and the release happens one hop later: by then the waiter's
+// timer has fired, but its handler has not run yet.
 asio::awaitable<void> hold_past_deadline(asio_sync::semaphore& sem)
 {
     co_await sem.async_acquire(use_awaitable);
+    co_await asio::post(co_await asio::this_coro::executor, use_awaitable);
     std::this_thread::sleep_for(deadline + 10ms);
     co_await asio::post(co_await asio::this_coro::executor, use_awaitable);
     sem.release();
