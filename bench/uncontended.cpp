@@ -6,6 +6,9 @@
 // next operation from inside run(), as a real program does, and the chain is long enough that
 // restarting the context and starting the chain vanish in the per-handler figure. The time column
 // of every benchmark here is the cost of one operation (KeepRunningBatch counts each link).
+//
+// The asynchronous acquires also run on the peers of bench/contended.cpp with the same chains: a
+// concurrent_channel of capacity 1 used as a semaphore and the strand-plus-deque semaphore.
 
 #include <asio_sync/semaphore.hpp>
 
@@ -13,6 +16,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -21,10 +25,51 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <semaphore>
+#include <utility>
+
+#include "support/strand_semaphore.hpp"
 
 namespace {
 
 using io_semaphore = asio_sync::basic_semaphore<boost::asio::io_context::executor_type>;
+using channel = boost::asio::experimental::concurrent_channel<void(boost::system::error_code)>;
+using asio_sync::bench::strand_semaphore;
+
+// Whether the single permit is back and nobody waits, asked once run() has returned.
+template <class Semaphore>
+bool holds_one_idle_permit(const Semaphore& sem)
+{
+    return sem.available() == 1 && sem.waiting() == 0;
+}
+
+bool holds_one_idle_permit(const strand_semaphore& sem)
+{
+    return sem.is_idle_now(1);
+}
+
+// The channel as a semaphore: a send takes the slot and completes at once when it is free; a
+// receive frees it. Gives the acquire and the release the semaphore's shape for the chains.
+struct channel_semaphore
+{
+    channel ch;
+
+    channel_semaphore(boost::asio::io_context& ctx, std::size_t permits) : ch(ctx, permits) {}
+
+    template <class Token>
+    auto async_acquire(Token&& token)
+    {
+        return ch.async_send(boost::system::error_code(), std::forward<Token>(token));
+    }
+
+    // A missing message (a lost acquire) leaves the channel ready, which the final check catches.
+    void release()
+    {
+        ch.try_receive([](boost::system::error_code) {});
+    }
+
+    friend bool holds_one_idle_permit(const channel_semaphore& sem) { return !sem.ch.ready(); }
+};
 
 // Links per chain: long enough that ctx.restart(), ctx.run()'s entry and exit and the first post
 // (from outside run(), so through the locked shared queue) cost under 0.1% of the batch.
@@ -106,6 +151,24 @@ void BM_try_acquire_permit(benchmark::State& state)
 }
 BENCHMARK(BM_try_acquire_permit);
 
+// The blocking library's pair, for scale: std::counting_semaphore's try_acquire and release.
+void BM_std_counting_semaphore_try_pair(benchmark::State& state)
+{
+    std::counting_semaphore<> sem(1);
+    std::size_t failures = 0;
+    for (auto _ : state)
+    {
+        const bool acquired = sem.try_acquire();
+        benchmark::DoNotOptimize(acquired);
+        failures += !acquired;
+        sem.release();
+        benchmark::ClobberMemory();
+    }
+    if (failures != 0 || !sem.try_acquire() || sem.try_acquire())
+        state.SkipWithError("try_acquire failed with a permit available");
+}
+BENCHMARK(BM_std_counting_semaphore_try_pair);
+
 // One link of a chain of bare posts: the handler posts its successor until the chain is done.
 struct post_link
 {
@@ -175,13 +238,16 @@ void BM_async_acquire_release_callback(benchmark::State& state)
         sem.async_acquire(acquire_link<Semaphore>{&sem, &remaining, &executed});
         ctx.run();
     }
-    if (executed != state.iterations() || sem.available() != 1 || sem.waiting() != 0)
+    if (executed != state.iterations() || !holds_one_idle_permit(sem))
         state.SkipWithError("acquire chain broke off or lost a permit");
 }
 BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, asio_sync::semaphore);
 BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, io_semaphore);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, channel_semaphore);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, strand_semaphore);
 
-boost::asio::awaitable<void> acquire_loop(asio_sync::semaphore& sem, benchmark::IterationCount count,
+template <class Semaphore>
+boost::asio::awaitable<void> acquire_loop(Semaphore& sem, benchmark::IterationCount count,
                                           benchmark::IterationCount& executed)
 {
     for (benchmark::IterationCount i = 0; i < count; ++i)
@@ -220,17 +286,20 @@ void run_coroutine_batches(benchmark::State& state, boost::asio::io_context& ctx
         state.SkipWithError("coroutine loop broke off");
 }
 
+template <class Semaphore>
 void BM_async_acquire_release_coroutine(benchmark::State& state)
 {
     boost::asio::io_context ctx(1);
-    asio_sync::semaphore sem(ctx, 1);
+    Semaphore sem(ctx, 1);
     benchmark::IterationCount executed = 0;
     run_coroutine_batches(
         state, ctx, [&] { return acquire_loop(sem, chain_length, executed); }, executed);
-    if (sem.available() != 1 || sem.waiting() != 0)
+    if (!holds_one_idle_permit(sem))
         state.SkipWithError("coroutine loop lost a permit");
 }
-BENCHMARK(BM_async_acquire_release_coroutine);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, asio_sync::semaphore);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, channel_semaphore);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, strand_semaphore);
 
 void BM_co_await_post(benchmark::State& state)
 {
