@@ -8,7 +8,8 @@
 // of every benchmark here is the cost of one operation (KeepRunningBatch counts each link).
 //
 // The asynchronous acquires also run on the peers of bench/contended.cpp with the same chains: a
-// concurrent_channel of capacity 1 used as a semaphore and the strand-plus-deque semaphore.
+// concurrent_channel of capacity 1 used as a semaphore (support/channel_semaphore.hpp) and the
+// strand-plus-deque semaphore.
 
 #include <asio_sync/semaphore.hpp>
 
@@ -16,7 +17,6 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -28,48 +28,16 @@
 #include <semaphore>
 #include <utility>
 
+#include "support/channel_semaphore.hpp"
+#include "support/harness.hpp"
 #include "support/strand_semaphore.hpp"
 
 namespace {
 
 using io_semaphore = asio_sync::basic_semaphore<boost::asio::io_context::executor_type>;
-using channel = boost::asio::experimental::concurrent_channel<void(boost::system::error_code)>;
+using asio_sync::bench::channel_semaphore;
+using asio_sync::bench::is_idle_now;
 using asio_sync::bench::strand_semaphore;
-
-// Whether the single permit is back and nobody waits, asked once run() has returned.
-template <class Semaphore>
-bool holds_one_idle_permit(const Semaphore& sem)
-{
-    return sem.available() == 1 && sem.waiting() == 0;
-}
-
-bool holds_one_idle_permit(const strand_semaphore& sem)
-{
-    return sem.is_idle_now(1);
-}
-
-// The channel as a semaphore: a send takes the slot and completes at once when it is free; a
-// receive frees it. Gives the acquire and the release the semaphore's shape for the chains.
-struct channel_semaphore
-{
-    channel ch;
-
-    channel_semaphore(boost::asio::io_context& ctx, std::size_t permits) : ch(ctx, permits) {}
-
-    template <class Token>
-    auto async_acquire(Token&& token)
-    {
-        return ch.async_send(boost::system::error_code(), std::forward<Token>(token));
-    }
-
-    // A missing message (a lost acquire) leaves the channel ready, which the final check catches.
-    void release()
-    {
-        ch.try_receive([](boost::system::error_code) {});
-    }
-
-    friend bool holds_one_idle_permit(const channel_semaphore& sem) { return !sem.ch.ready(); }
-};
 
 // Links per chain: long enough that ctx.restart(), ctx.run()'s entry and exit and the first post
 // (from outside run(), so through the locked shared queue) cost under 0.1% of the batch.
@@ -238,7 +206,7 @@ void BM_async_acquire_release_callback(benchmark::State& state)
         sem.async_acquire(acquire_link<Semaphore>{&sem, &remaining, &executed});
         ctx.run();
     }
-    if (executed != state.iterations() || !holds_one_idle_permit(sem))
+    if (executed != state.iterations() || !is_idle_now(sem, 1))
         state.SkipWithError("acquire chain broke off or lost a permit");
 }
 BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, asio_sync::semaphore);
@@ -294,7 +262,7 @@ void BM_async_acquire_release_coroutine(benchmark::State& state)
     benchmark::IterationCount executed = 0;
     run_coroutine_batches(
         state, ctx, [&] { return acquire_loop(sem, chain_length, executed); }, executed);
-    if (!holds_one_idle_permit(sem))
+    if (!is_idle_now(sem, 1))
         state.SkipWithError("coroutine loop lost a permit");
 }
 BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, asio_sync::semaphore);

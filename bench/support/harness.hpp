@@ -5,6 +5,8 @@
 // counterpart for the blocking references, and a gate the benchmark thread waits on until every
 // task of a batch has finished.
 
+#include <asio_sync/semaphore.hpp>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -149,6 +151,21 @@ private:
     std::condition_variable done_;
     std::size_t remaining_ = 0;
 };
+
+// Whether `permits` permits are free and nobody waits, asked when nothing is in flight (run() has
+// returned, or every task has finished and nothing was posted since). The peers answer for
+// themselves.
+template <class Executor>
+bool is_idle_now(const basic_semaphore<Executor>& sem, std::size_t permits)
+{
+    return sem.available() == permits && sem.waiting() == 0;
+}
+
+template <class Semaphore>
+bool is_idle_now(const Semaphore& sem, std::size_t permits)
+{
+    return sem.is_idle_now(permits);
+}
 
 // Spawns `count` coroutines made by `make(index)` from inside the context (so that with one
 // thread they all start in order before the first one runs) and waits until all have finished.
