@@ -89,8 +89,9 @@ boost::asio::awaitable<void> semaphore_mutex_task(Semaphore& sem, std::size_t& c
     }
 }
 
-// Whether the lock is free once every task has finished.
-bool is_unlocked(asio_sync::mutex& mtx)
+// Whether the lock is free once every task has finished: ours, by locking it.
+template <class Lockable>
+bool is_unlocked(Lockable& mtx)
 {
     const bool unlocked = mtx.try_lock();
     if (unlocked)
@@ -231,14 +232,6 @@ private:
     strand_semaphore sem_;
     std::size_t max_readers_;
 };
-
-bool is_unlocked(asio_sync::shared_mutex& mtx)
-{
-    const bool unlocked = mtx.try_lock();
-    if (unlocked)
-        mtx.unlock();
-    return unlocked;
-}
 
 bool is_unlocked(strand_rwlock& lock)
 {

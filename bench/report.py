@@ -65,6 +65,21 @@ def contended_scenario(tasks, permits, threads, headline=False):
     )
 
 
+def mutex_scenario(title, label, benchmark):
+    """Ours as `label` (the Google Benchmark function `benchmark`), against the mutex peers."""
+    args = "tasks:4/threads:2/real_time"
+    return Scenario(
+        title,
+        [
+            cpp(OURS, label, f"{benchmark}/{args}"),
+            cpp("Asio channel", "concurrent_channel of 1", f"BM_channel_mutex/{args}"),
+            cpp("strand + deque", "strand semaphore of 1", f"BM_strand_semaphore_mutex/{args}"),
+            cpp("std:: blocking", "std::mutex, 4 threads", "BM_std_mutex/threads:4/real_time"),
+            tokio("mutex tasks:4 threads:2", "Mutex"),
+        ],
+    )
+
+
 SCENARIOS = [
     Scenario("uncontended try pair", [
         cpp(OURS, "try_acquire + release", "BM_try_acquire_release<asio_sync::semaphore>"),
@@ -102,20 +117,8 @@ SCENARIOS = [
         cpp("strand + deque", "strand semaphore", "BM_strand_semaphore_mixed/real_time"),
         tokio("semaphore mixed 4,10,8 of 10 permits threads:2", "acquire_many"),
     ]),
-    Scenario("mutex 4 tasks, 2 threads", [
-        cpp(OURS, "async_lock + unlock", "BM_mutex_async_lock/tasks:4/threads:2/real_time"),
-        cpp("Asio channel", "concurrent_channel of 1", "BM_channel_mutex/tasks:4/threads:2/real_time"),
-        cpp("strand + deque", "strand semaphore of 1", "BM_strand_semaphore_mutex/tasks:4/threads:2/real_time"),
-        cpp("std:: blocking", "std::mutex, 4 threads", "BM_std_mutex/threads:4/real_time"),
-        tokio("mutex tasks:4 threads:2", "Mutex"),
-    ]),
-    Scenario("mutex 4 tasks, 2 threads, scoped lock", [
-        cpp(OURS, "async_scoped_lock", "BM_mutex_async_scoped_lock/tasks:4/threads:2/real_time"),
-        cpp("Asio channel", "concurrent_channel of 1", "BM_channel_mutex/tasks:4/threads:2/real_time"),
-        cpp("strand + deque", "strand semaphore of 1", "BM_strand_semaphore_mutex/tasks:4/threads:2/real_time"),
-        cpp("std:: blocking", "std::mutex, 4 threads", "BM_std_mutex/threads:4/real_time"),
-        tokio("mutex tasks:4 threads:2", "Mutex"),
-    ]),
+    mutex_scenario("mutex 4 tasks, 2 threads", "async_lock + unlock", "BM_mutex_async_lock"),
+    mutex_scenario("mutex 4 tasks, 2 threads, scoped lock", "async_scoped_lock", "BM_mutex_async_scoped_lock"),
     Scenario("rwlock 4 readers + 2 writers, 2 threads", [
         cpp(OURS, "shared_mutex", "BM_shared_mutex/readers:4/writers:2/threads:2/real_time"),
         cpp("strand + deque", "strand semaphore of 4", "BM_strand_semaphore_rwlock/readers:4/writers:2/threads:2/real_time"),

@@ -61,11 +61,11 @@ void BM_atomic_pair(benchmark::State& state)
 }
 BENCHMARK(BM_atomic_pair);
 
+// The timed loop of a try pair on a semaphore of one permit: try_acquire, its result consumed,
+// then release. Returns the number of failed tries.
 template <class Semaphore>
-void BM_try_acquire_release(benchmark::State& state)
+std::size_t run_try_pairs(benchmark::State& state, Semaphore& sem)
 {
-    boost::asio::io_context ctx(1);
-    Semaphore sem(ctx, 1);
     std::size_t failures = 0;
     for (auto _ : state)
     {
@@ -75,6 +75,15 @@ void BM_try_acquire_release(benchmark::State& state)
         sem.release();
         benchmark::ClobberMemory();
     }
+    return failures;
+}
+
+template <class Semaphore>
+void BM_try_acquire_release(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    Semaphore sem(ctx, 1);
+    const std::size_t failures = run_try_pairs(state, sem);
     // A failed try followed by a release would leave 2 permits, so this catches either failure.
     if (failures != 0 || sem.available() != 1)
         state.SkipWithError("try_acquire failed with a permit available");
@@ -123,15 +132,8 @@ BENCHMARK(BM_try_acquire_permit);
 void BM_std_counting_semaphore_try_pair(benchmark::State& state)
 {
     std::counting_semaphore<> sem(1);
-    std::size_t failures = 0;
-    for (auto _ : state)
-    {
-        const bool acquired = sem.try_acquire();
-        benchmark::DoNotOptimize(acquired);
-        failures += !acquired;
-        sem.release();
-        benchmark::ClobberMemory();
-    }
+    const std::size_t failures = run_try_pairs(state, sem);
+    // Exactly one permit left: one try succeeds, the next fails.
     if (failures != 0 || !sem.try_acquire() || sem.try_acquire())
         state.SkipWithError("try_acquire failed with a permit available");
 }
