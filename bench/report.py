@@ -65,6 +65,20 @@ def contended_scenario(tasks, permits, threads, headline=False):
     )
 
 
+def callback_scenario(executor, semaphore_type):
+    """Our semaphore `semaphore_type`, on `executor`, in the uncontended callback chain."""
+    benchmark = "BM_async_acquire_release_callback"
+    return Scenario(
+        f"uncontended callback acquire, {executor}",
+        [
+            cpp(OURS, "async_acquire + release", f"{benchmark}<{semaphore_type}>"),
+            cpp("bare reference", "post round trip", "BM_post_round_trip"),
+            cpp("Asio channel", "concurrent_channel", f"{benchmark}<channel_semaphore>"),
+            cpp("strand + deque", "strand semaphore", f"{benchmark}<strand_semaphore>"),
+        ],
+    )
+
+
 def mutex_scenario(title, label, benchmark):
     """Ours as `label` (the Google Benchmark function `benchmark`), against the mutex peers."""
     args = "tasks:4/threads:2/real_time"
@@ -87,18 +101,8 @@ SCENARIOS = [
         cpp("std:: blocking", "std::counting_semaphore try_acquire + release", "BM_std_counting_semaphore_try_pair"),
         tokio("uncontended try_acquire", "Semaphore::try_acquire + drop"),
     ]),
-    Scenario("uncontended callback acquire, any_io_executor", [
-        cpp(OURS, "async_acquire + release", "BM_async_acquire_release_callback<asio_sync::semaphore>"),
-        cpp("bare reference", "post round trip", "BM_post_round_trip"),
-        cpp("Asio channel", "concurrent_channel", "BM_async_acquire_release_callback<channel_semaphore>"),
-        cpp("strand + deque", "strand semaphore", "BM_async_acquire_release_callback<strand_semaphore>"),
-    ]),
-    Scenario("uncontended callback acquire, io_context executor", [
-        cpp(OURS, "async_acquire + release", "BM_async_acquire_release_callback<io_semaphore>"),
-        cpp("bare reference", "post round trip", "BM_post_round_trip"),
-        cpp("Asio channel", "concurrent_channel", "BM_async_acquire_release_callback<channel_semaphore>"),
-        cpp("strand + deque", "strand semaphore", "BM_async_acquire_release_callback<strand_semaphore>"),
-    ]),
+    callback_scenario("any_io_executor", "asio_sync::semaphore"),
+    callback_scenario("io_context executor", "io_semaphore"),
     Scenario("uncontended coroutine acquire", [
         cpp(OURS, "co_await async_acquire + release", "BM_async_acquire_release_coroutine<asio_sync::semaphore>"),
         cpp("bare reference", "co_await post", "BM_co_await_post"),

@@ -10,7 +10,8 @@
 //   from executables whose timings can bear two relaxed atomic increments per allocation;
 // - allocations made through a handler's associated allocator, by binding a counting_allocator
 //   to the handler with boost::asio::bind_allocator. It takes its memory from glibc directly, so
-//   that what it serves does not also show up in the global count.
+//   that what it serves does not also show up in the global count (which is why the tests'
+//   counting allocator, built on aligned_alloc, does not serve here).
 
 #include <atomic>
 #include <cerrno>
