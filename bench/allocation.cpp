@@ -37,9 +37,6 @@ using asio_sync::bench::counting_allocator;
 using asio_sync::bench::global_heap;
 using asio_sync::bench::is_idle_now;
 
-// Runs `start(handler)` once per iteration, then the context until the handler has run, and
-// reports the allocations per operation through the handler's allocator and outside it.
-// `start` begins the operation with the handler it is given and does whatever lets it complete.
 // Reports the allocations per iteration made through the handlers' allocator (`handler_heap`)
 // and elsewhere (since `before`), after checking that every operation succeeded.
 void report_allocations(benchmark::State& state, std::size_t succeeded, const allocation_counts& handler_heap,
@@ -60,6 +57,9 @@ void report_allocations(benchmark::State& state, std::size_t succeeded, const al
         Counter(static_cast<double>(after.bytes - before.bytes), Counter::kAvgIterations);
 }
 
+// Runs `start(handler)` once per iteration, then the context until the handler has run, and
+// reports the allocations per operation through the handler's allocator and outside it.
+// `start` begins the operation with the handler it is given and does whatever lets it complete.
 template <class Start>
 void count_allocations(benchmark::State& state, boost::asio::io_context& ctx, Start start)
 {

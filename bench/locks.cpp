@@ -27,23 +27,15 @@
 #include "support/strand_semaphore.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
-#include <functional>
 #include <mutex>
 #include <shared_mutex>
-#include <thread>
 #include <utility>
-#include <vector>
 
 namespace {
 

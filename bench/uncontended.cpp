@@ -26,7 +26,6 @@
 #include <cstddef>
 #include <exception>
 #include <semaphore>
-#include <utility>
 
 #include "support/channel_semaphore.hpp"
 #include "support/harness.hpp"

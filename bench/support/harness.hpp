@@ -1,9 +1,9 @@
 #ifndef ASIO_SYNC_BENCH_SUPPORT_HARNESS_HPP
 #define ASIO_SYNC_BENCH_SUPPORT_HARNESS_HPP
 
-// What the contended benchmarks share: a persistent io_context thread pool, its std::thread
-// counterpart for the blocking references, and a gate the benchmark thread waits on until every
-// task of a batch has finished.
+// What the benchmarks share: a persistent io_context thread pool, its std::thread counterpart for
+// the blocking references, a way to run a batch of coroutines and wait for all of them, and the
+// check that a semaphore (ours or a peer) is back to its permits with nobody waiting.
 
 #include <asio_sync/semaphore.hpp>
 
@@ -13,7 +13,6 @@
 #include <boost/asio/post.hpp>
 
 #include <atomic>
-
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>

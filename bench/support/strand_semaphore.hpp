@@ -122,10 +122,9 @@ private:
     };
 
     template <class Handler>
-    std::unique_ptr<waiter> make_waiter(Handler&& handler)
+    std::unique_ptr<waiter> make_waiter(Handler handler)
     {
-        return std::make_unique<waiter_for<std::decay_t<Handler>>>(std::move(handler),
-                                                                   strand_.get_inner_executor());
+        return std::make_unique<waiter_for<Handler>>(std::move(handler), strand_.get_inner_executor());
     }
 
     struct pending
