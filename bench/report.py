@@ -400,7 +400,10 @@ def main():
         "## Memory per queued waiter (drain scenario)",
         "",
         "Heap allocations and bytes while queueing the waiters, divided by their number: C++ through a "
-        "malloc interposer (bench/support/heap_counter.hpp), Tokio through a counting global allocator.",
+        "malloc interposer (bench/support/heap_counter.hpp), Tokio through a counting global allocator. "
+        "A C++ waiter is a callback of two pointers, so its figure is the operation the primitive "
+        "keeps for it; a Tokio waiter is a spawned task, whose one allocation holds the task and its "
+        "future (with the semaphore's wait node inside).",
         "",
         *drain_memory_table(measurements),
         "",
