@@ -8,6 +8,11 @@
 // The coroutines are multiplexed on fewer threads than there are tasks, while every std::thread is
 // its own task: that is the trade each side offers, and what a user would choose between.
 //
+// The asynchronous peers are the semaphores of bench/contended.cpp used as locks, as users build
+// them today: the channel (capacity 1) and the strand-plus-deque semaphore as a mutex, and the
+// strand-plus-deque semaphore as a readers-writer lock (as many permits as readers; a reader takes
+// one, a writer all of them).
+//
 // The time column is wall-clock time per lock+unlock of either kind (KeepRunningBatch counts each
 // one; real time because the work runs on other threads while the benchmark thread sleeps). After
 // each batch the counters prove that every operation ran, under the lock, and the lock is free.
@@ -17,119 +22,30 @@
 
 #include <benchmark/benchmark.h>
 
+#include "support/channel_semaphore.hpp"
 #include "support/harness.hpp"
+#include "support/strand_semaphore.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
-#include <functional>
 #include <mutex>
 #include <shared_mutex>
-#include <thread>
-#include <vector>
+#include <utility>
 
 namespace {
 
+using asio_sync::bench::channel_semaphore;
 using asio_sync::bench::context_threads;
-using asio_sync::bench::finish_gate;
+using asio_sync::bench::is_idle_now;
 using asio_sync::bench::rounds;
-
-// The std::thread counterpart of context_threads: `count` threads that live across batches and
-// run `job(index)` once per batch, so that both sides keep thread creation out of the timed region.
-class thread_team
-{
-public:
-    thread_team(std::size_t count, std::function<void(std::size_t)> job) : job_(std::move(job))
-    {
-        for (std::size_t i = 0; i < count; ++i)
-            threads_.emplace_back([this, i] { work(i); });
-    }
-
-    thread_team(const thread_team&) = delete;
-    thread_team& operator=(const thread_team&) = delete;
-
-    ~thread_team()
-    {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            stopping_ = true;
-        }
-        start_.notify_all();
-        for (std::thread& t : threads_)
-            t.join();
-    }
-
-    // Starts one batch on every thread and returns once all of them have finished it.
-    void run_batch()
-    {
-        std::unique_lock<std::mutex> lock(mutex_);
-        running_ = threads_.size();
-        ++generation_;
-        start_.notify_all();
-        done_.wait(lock, [this] { return running_ == 0; });
-    }
-
-private:
-    void work(std::size_t index)
-    {
-        std::uint64_t seen = 0;
-        for (;;)
-        {
-            {
-                std::unique_lock<std::mutex> lock(mutex_);
-                start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-                if (stopping_)
-                    return;
-                seen = generation_;
-            }
-            job_(index);
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (--running_ == 0)
-                done_.notify_one();
-        }
-    }
-
-    std::function<void(std::size_t)> job_;
-    std::mutex mutex_;
-    std::condition_variable start_;
-    std::condition_variable done_;
-    std::uint64_t generation_ = 0;
-    std::size_t running_ = 0;
-    bool stopping_ = false;
-    std::vector<std::thread> threads_;
-};
-
-// Spawns `count` coroutines made by `make(index)` from inside the context (so that with one
-// thread they all start in order before the first one runs) and waits until all have finished.
-// Returns the number that ended with an exception.
-template <class MakeTask>
-std::size_t run_coroutines(boost::asio::io_context& ctx, std::size_t count, MakeTask make)
-{
-    finish_gate gate;
-    std::atomic<std::size_t> failures{0};
-    gate.reset(count);
-    boost::asio::post(ctx, [&] {
-        for (std::size_t i = 0; i < count; ++i)
-        {
-            boost::asio::co_spawn(ctx, make(i), [&](std::exception_ptr e) {
-                if (e)
-                    failures.fetch_add(1, std::memory_order_relaxed);
-                gate.arrive();
-            });
-        }
-    });
-    gate.wait();
-    return failures.load();
-}
+using asio_sync::bench::run_coroutines;
+using asio_sync::bench::strand_semaphore;
+using asio_sync::bench::thread_team;
 
 // ---------------------------------------------------------------------------------------------
 // mutex
@@ -153,9 +69,42 @@ boost::asio::awaitable<void> scoped_mutex_task(asio_sync::mutex& mtx, std::size_
     }
 }
 
+// A semaphore of one permit as a mutex.
+template <class Semaphore>
+boost::asio::awaitable<void> semaphore_mutex_task(Semaphore& sem, std::size_t& counter)
+{
+    for (std::size_t i = 0; i < rounds; ++i)
+    {
+        co_await sem.async_acquire(boost::asio::use_awaitable);
+        ++counter;
+        sem.release();
+    }
+}
+
+// Whether the lock is free once every task has finished: ours, by locking it.
+template <class Lockable>
+bool is_unlocked(Lockable& mtx)
+{
+    const bool unlocked = mtx.try_lock();
+    if (unlocked)
+        mtx.unlock();
+    return unlocked;
+}
+
+bool is_unlocked(channel_semaphore& sem)
+{
+    return is_idle_now(sem, 1);
+}
+
+// The last release may still be queued on the strand when the tasks have finished.
+bool is_unlocked(strand_semaphore& sem)
+{
+    return sem.is_idle(1);
+}
+
 // Arguments: tasks, threads.
-template <class Task>
-void run_mutex(benchmark::State& state, Task task)
+template <class Lock, class Task, class... LockArgs>
+void run_mutex(benchmark::State& state, Task task, LockArgs... lock_args)
 {
     const auto tasks = static_cast<std::size_t>(state.range(0));
     const auto threads = static_cast<std::size_t>(state.range(1));
@@ -164,7 +113,7 @@ void run_mutex(benchmark::State& state, Task task)
     // Declared in this order so the threads are joined before the mutex is destroyed, and the
     // mutex before its context.
     boost::asio::io_context ctx(static_cast<int>(threads));
-    asio_sync::mutex mtx(ctx);
+    Lock mtx(ctx, lock_args...);
     context_threads pool(ctx, threads);
 
     std::size_t counter = 0;
@@ -173,23 +122,30 @@ void run_mutex(benchmark::State& state, Task task)
         counter = 0;
         const std::size_t failures =
             run_coroutines(ctx, tasks, [&](std::size_t) { return task(mtx, counter); });
-        const bool idle = mtx.try_lock();
-        if (idle)
-            mtx.unlock();
         // SkipWithError also makes the next KeepRunningBatch return false, ending the loop.
-        if (failures != 0 || counter != operations || !idle)
+        if (failures != 0 || counter != operations || !is_unlocked(mtx))
             state.SkipWithError("a task failed, an increment was lost, or the mutex was left locked");
     }
 }
 
 void BM_mutex_async_lock(benchmark::State& state)
 {
-    run_mutex(state, mutex_task);
+    run_mutex<asio_sync::mutex>(state, mutex_task);
 }
 
 void BM_mutex_async_scoped_lock(benchmark::State& state)
 {
-    run_mutex(state, scoped_mutex_task);
+    run_mutex<asio_sync::mutex>(state, scoped_mutex_task);
+}
+
+void BM_channel_mutex(benchmark::State& state)
+{
+    run_mutex<channel_semaphore>(state, semaphore_mutex_task<channel_semaphore>, std::size_t{1});
+}
+
+void BM_strand_semaphore_mutex(benchmark::State& state)
+{
+    run_mutex<strand_semaphore>(state, semaphore_mutex_task<strand_semaphore>, std::size_t{1});
 }
 
 // Arguments: threads (each one a task).
@@ -235,7 +191,47 @@ struct rw_counters
     std::atomic<std::size_t> torn{0};
 };
 
-boost::asio::awaitable<void> shared_reader_task(asio_sync::shared_mutex& mtx, const guarded_pair& data,
+// The strand-plus-deque semaphore as a readers-writer lock: one permit per reader that may hold it
+// at once; a writer takes them all.
+class strand_rwlock
+{
+public:
+    strand_rwlock(boost::asio::io_context& ctx, std::size_t max_readers)
+        : sem_(ctx, max_readers), max_readers_(max_readers)
+    {
+    }
+
+    template <class Token>
+    auto async_lock_shared(Token&& token)
+    {
+        return sem_.async_acquire(1, std::forward<Token>(token));
+    }
+
+    void unlock_shared() { sem_.release(1); }
+
+    template <class Token>
+    auto async_lock(Token&& token)
+    {
+        return sem_.async_acquire(max_readers_, std::forward<Token>(token));
+    }
+
+    void unlock() { sem_.release(max_readers_); }
+
+    // The last release may still be queued on the strand when the tasks have finished.
+    bool is_unlocked() { return sem_.is_idle(max_readers_); }
+
+private:
+    strand_semaphore sem_;
+    std::size_t max_readers_;
+};
+
+bool is_unlocked(strand_rwlock& lock)
+{
+    return lock.is_unlocked();
+}
+
+template <class SharedMutex>
+boost::asio::awaitable<void> shared_reader_task(SharedMutex& mtx, const guarded_pair& data,
                                                 rw_counters& counters)
 {
     std::size_t torn = 0;
@@ -249,7 +245,8 @@ boost::asio::awaitable<void> shared_reader_task(asio_sync::shared_mutex& mtx, co
     counters.reads.fetch_add(rounds, std::memory_order_relaxed);
 }
 
-boost::asio::awaitable<void> shared_writer_task(asio_sync::shared_mutex& mtx, guarded_pair& data)
+template <class SharedMutex>
+boost::asio::awaitable<void> shared_writer_task(SharedMutex& mtx, guarded_pair& data)
 {
     for (std::size_t i = 0; i < rounds; ++i)
     {
@@ -269,7 +266,8 @@ bool rw_batch_ok(const rw_counters& counters, const guarded_pair& data, std::siz
 }
 
 // Arguments: readers, writers, threads.
-void BM_shared_mutex(benchmark::State& state)
+template <class SharedMutex, class... LockArgs>
+void run_rwlock(benchmark::State& state, LockArgs... lock_args)
 {
     const auto readers = static_cast<std::size_t>(state.range(0));
     const auto writers = static_cast<std::size_t>(state.range(1));
@@ -277,7 +275,7 @@ void BM_shared_mutex(benchmark::State& state)
     const std::size_t operations = (readers + writers) * rounds;
 
     boost::asio::io_context ctx(static_cast<int>(threads));
-    asio_sync::shared_mutex mtx(ctx);
+    SharedMutex mtx(ctx, lock_args...);
     context_threads pool(ctx, threads);
 
     guarded_pair data;
@@ -294,13 +292,21 @@ void BM_shared_mutex(benchmark::State& state)
                     return shared_reader_task(mtx, data, counters);
                 return shared_writer_task(mtx, data);
             });
-        const bool idle = mtx.try_lock();
-        if (idle)
-            mtx.unlock();
-        if (failures != 0 || !rw_batch_ok(counters, data, readers, writers) || !idle)
+        if (failures != 0 || !rw_batch_ok(counters, data, readers, writers) || !is_unlocked(mtx))
             state.SkipWithError("a task failed, an operation was lost, a reader saw a half-done write, "
                                 "or the lock was left held");
     }
+}
+
+void BM_shared_mutex(benchmark::State& state)
+{
+    run_rwlock<asio_sync::shared_mutex>(state);
+}
+
+// As many permits as readers, so that all of them can hold the lock at once, as with ours.
+void BM_strand_semaphore_rwlock(benchmark::State& state)
+{
+    run_rwlock<strand_rwlock>(state, static_cast<std::size_t>(state.range(0)));
 }
 
 // Arguments: readers, writers (each one a std::thread).
@@ -350,8 +356,14 @@ void BM_std_shared_mutex(benchmark::State& state)
 
 BENCHMARK(BM_mutex_async_lock)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
 BENCHMARK(BM_mutex_async_scoped_lock)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
+BENCHMARK(BM_channel_mutex)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
+BENCHMARK(BM_strand_semaphore_mutex)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
 BENCHMARK(BM_std_mutex)->ArgNames({"threads"})->Args({4})->UseRealTime();
 BENCHMARK(BM_shared_mutex)->ArgNames({"readers", "writers", "threads"})->Args({4, 2, 2})->UseRealTime();
+BENCHMARK(BM_strand_semaphore_rwlock)
+    ->ArgNames({"readers", "writers", "threads"})
+    ->Args({4, 2, 2})
+    ->UseRealTime();
 BENCHMARK(BM_std_shared_mutex)->ArgNames({"readers", "writers"})->Args({4, 2})->UseRealTime();
 
 } // namespace

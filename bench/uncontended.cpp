@@ -6,6 +6,10 @@
 // next operation from inside run(), as a real program does, and the chain is long enough that
 // restarting the context and starting the chain vanish in the per-handler figure. The time column
 // of every benchmark here is the cost of one operation (KeepRunningBatch counts each link).
+//
+// The asynchronous acquires also run on the peers of bench/contended.cpp with the same chains: a
+// concurrent_channel of capacity 1 used as a semaphore (support/channel_semaphore.hpp) and the
+// strand-plus-deque semaphore.
 
 #include <asio_sync/semaphore.hpp>
 
@@ -21,10 +25,18 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <semaphore>
+
+#include "support/channel_semaphore.hpp"
+#include "support/harness.hpp"
+#include "support/strand_semaphore.hpp"
 
 namespace {
 
 using io_semaphore = asio_sync::basic_semaphore<boost::asio::io_context::executor_type>;
+using asio_sync::bench::channel_semaphore;
+using asio_sync::bench::is_idle_now;
+using asio_sync::bench::strand_semaphore;
 
 // Links per chain: long enough that ctx.restart(), ctx.run()'s entry and exit and the first post
 // (from outside run(), so through the locked shared queue) cost under 0.1% of the batch.
@@ -48,11 +60,11 @@ void BM_atomic_pair(benchmark::State& state)
 }
 BENCHMARK(BM_atomic_pair);
 
+// The timed loop of a try pair on a semaphore of one permit: try_acquire, its result consumed,
+// then release. Returns the number of failed tries.
 template <class Semaphore>
-void BM_try_acquire_release(benchmark::State& state)
+std::size_t run_try_pairs(benchmark::State& state, Semaphore& sem)
 {
-    boost::asio::io_context ctx(1);
-    Semaphore sem(ctx, 1);
     std::size_t failures = 0;
     for (auto _ : state)
     {
@@ -62,6 +74,15 @@ void BM_try_acquire_release(benchmark::State& state)
         sem.release();
         benchmark::ClobberMemory();
     }
+    return failures;
+}
+
+template <class Semaphore>
+void BM_try_acquire_release(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    Semaphore sem(ctx, 1);
+    const std::size_t failures = run_try_pairs(state, sem);
     // A failed try followed by a release would leave 2 permits, so this catches either failure.
     if (failures != 0 || sem.available() != 1)
         state.SkipWithError("try_acquire failed with a permit available");
@@ -105,6 +126,17 @@ void BM_try_acquire_permit(benchmark::State& state)
         state.SkipWithError("try_acquire_permit failed with a permit available");
 }
 BENCHMARK(BM_try_acquire_permit);
+
+// The blocking library's pair, for scale: std::counting_semaphore's try_acquire and release.
+void BM_std_counting_semaphore_try_pair(benchmark::State& state)
+{
+    std::counting_semaphore<> sem(1);
+    const std::size_t failures = run_try_pairs(state, sem);
+    // Exactly one permit left: one try succeeds, the next fails.
+    if (failures != 0 || !sem.try_acquire() || sem.try_acquire())
+        state.SkipWithError("try_acquire failed with a permit available");
+}
+BENCHMARK(BM_std_counting_semaphore_try_pair);
 
 // One link of a chain of bare posts: the handler posts its successor until the chain is done.
 struct post_link
@@ -175,13 +207,16 @@ void BM_async_acquire_release_callback(benchmark::State& state)
         sem.async_acquire(acquire_link<Semaphore>{&sem, &remaining, &executed});
         ctx.run();
     }
-    if (executed != state.iterations() || sem.available() != 1 || sem.waiting() != 0)
+    if (executed != state.iterations() || !is_idle_now(sem, 1))
         state.SkipWithError("acquire chain broke off or lost a permit");
 }
 BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, asio_sync::semaphore);
 BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, io_semaphore);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, channel_semaphore);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, strand_semaphore);
 
-boost::asio::awaitable<void> acquire_loop(asio_sync::semaphore& sem, benchmark::IterationCount count,
+template <class Semaphore>
+boost::asio::awaitable<void> acquire_loop(Semaphore& sem, benchmark::IterationCount count,
                                           benchmark::IterationCount& executed)
 {
     for (benchmark::IterationCount i = 0; i < count; ++i)
@@ -220,17 +255,20 @@ void run_coroutine_batches(benchmark::State& state, boost::asio::io_context& ctx
         state.SkipWithError("coroutine loop broke off");
 }
 
+template <class Semaphore>
 void BM_async_acquire_release_coroutine(benchmark::State& state)
 {
     boost::asio::io_context ctx(1);
-    asio_sync::semaphore sem(ctx, 1);
+    Semaphore sem(ctx, 1);
     benchmark::IterationCount executed = 0;
     run_coroutine_batches(
         state, ctx, [&] { return acquire_loop(sem, chain_length, executed); }, executed);
-    if (sem.available() != 1 || sem.waiting() != 0)
+    if (!is_idle_now(sem, 1))
         state.SkipWithError("coroutine loop lost a permit");
 }
-BENCHMARK(BM_async_acquire_release_coroutine);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, asio_sync::semaphore);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, channel_semaphore);
+BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, strand_semaphore);
 
 void BM_co_await_post(benchmark::State& state)
 {
