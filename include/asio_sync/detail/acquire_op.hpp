@@ -4,12 +4,14 @@
 #include <asio_sync/detail/waiter_list.hpp>
 #include <asio_sync/error.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/execution.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/require.hpp>
@@ -73,6 +75,35 @@ void submit_to(Executor target, Function&& f)
 #endif
 }
 
+template <class Executor, class Function, class Allocator>
+void submit(const Executor& ex, Function&& f, const Allocator& alloc, relation how);
+
+// An any_io_executor that holds an io_context executor (the usual case) submits through that
+// executor itself: it honours the allocator property, which any_io_executor drops (so Asio would
+// allocate the queued function with std::allocator), and it spares a type-erased copy per
+// property. Returns false, leaving `f` alone, for any other target.
+template <class Function, class Allocator>
+bool submit_to_io_context(const boost::asio::any_io_executor& ex, Function& f, const Allocator& alloc,
+                          relation how)
+{
+#if !defined(BOOST_ASIO_NO_TYPEID)
+    using untracked = boost::asio::io_context::executor_type;
+    using tracked = std::decay_t<decltype(boost::asio::prefer(
+        std::declval<const untracked&>(), boost::asio::execution::outstanding_work.tracked))>;
+    if (const untracked* io = ex.target<untracked>())
+    {
+        detail::submit(*io, std::move(f), alloc, how);
+        return true;
+    }
+    if (const tracked* io = ex.target<tracked>())
+    {
+        detail::submit(*io, std::move(f), alloc, how);
+        return true;
+    }
+#endif
+    return false;
+}
+
 // Submits `f` through `ex` without ever running it inside the call (blocking.never), with the
 // handler's allocator, the way Asio's own operations complete.
 template <class Executor, class Function, class Allocator>
@@ -80,6 +111,11 @@ void submit(const Executor& ex, Function&& f, const Allocator& alloc, relation h
 {
     static_assert(boost::asio::execution::is_executor<Executor>::value,
                   "asio_sync needs a standard (P0443-style) executor");
+    if constexpr (std::is_same_v<Executor, boost::asio::any_io_executor>)
+    {
+        if (submit_to_io_context(ex, f, alloc, how))
+            return;
+    }
     namespace execution = boost::asio::execution;
     auto target =
         boost::asio::prefer(boost::asio::require(ex, execution::blocking.never), execution::allocator(alloc));
