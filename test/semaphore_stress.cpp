@@ -966,4 +966,39 @@ BOOST_AUTO_TEST_CASE(a_bounded_semaphore_never_exceeds_its_bound)
     }
 }
 
+// The internal lock: threads that increment a plain counter under it, more of them than there
+// are cores so that holders get preempted while others wait, lose no increment (and the
+// ThreadSanitizer build sees no race), and try_lock never succeeds while it is held.
+BOOST_AUTO_TEST_CASE(the_internal_lock_excludes)
+{
+    asio_sync::detail::spin_mutex lock;
+    long counter = 0;
+    const unsigned threads = std::max(4u, 2 * std::thread::hardware_concurrency());
+    const long per_thread = under_tsan ? 2000 : 100000;
+    {
+        std::vector<std::jthread> team;
+        for (unsigned t = 0; t < threads; ++t)
+            team.emplace_back([&] {
+                for (long i = 0; i < per_thread; ++i)
+                {
+                    if (i % 16 == 0 && lock.try_lock())
+                    {
+                        ++counter;
+                        lock.unlock();
+                        continue;
+                    }
+                    lock.lock();
+                    ++counter;
+                    lock.unlock();
+                }
+            });
+    }
+    BOOST_TEST(counter == long(threads) * per_thread);
+    lock.lock();
+    BOOST_TEST(!lock.try_lock());
+    lock.unlock();
+    BOOST_TEST(lock.try_lock());
+    lock.unlock();
+}
+
 BOOST_AUTO_TEST_SUITE_END()
