@@ -655,25 +655,33 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_takes_free_permits_without_suspending, sem
 }
 
 // A loop of acquires that never wait still lets the other handlers of its thread run: at most
-// immediate_acquire_budget of them go without suspending in a row.
-BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaphore_with<1>)
+// immediate_acquire_budget of them complete in a row without suspending. The coroutine yields
+// before it takes the permits of the next acquire, so it holds none of them while the other
+// handlers run: when the posted handler runs, exactly the permits of the completed acquires are
+// gone.
+BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaphore_with<1000>)
 {
-    bool posted_ran = false;
-    std::size_t iterations = 0;
+    std::size_t completed = 0;
+    std::optional<std::size_t> completed_when_posted_ran;
+    std::optional<std::size_t> available_when_posted_ran;
     spawned coro(io, [&]() -> asio::awaitable<void> {
-        asio::post(io, [&] { posted_ran = true; });
-        for (; iterations < 1000 && !posted_ran; ++iterations)
+        asio::post(io, [&] {
+            completed_when_posted_ran = completed;
+            available_when_posted_ran = sem.available();
+        });
+        while (completed < 1000 && !completed_when_posted_ran)
         {
             co_await sem.async_acquire(asio::use_awaitable);
-            sem.release();
+            ++completed;
         }
+        sem.release(completed);
     });
     run_to_completion(io);
     coro.check_finished();
-    BOOST_TEST(posted_ran);
-    BOOST_TEST(iterations >= 1u);
-    BOOST_TEST(iterations <= asio_sync::detail::immediate_acquire_budget);
-    check_counts(sem, 1, 0);
+    BOOST_TEST_REQUIRE(completed_when_posted_ran.has_value());
+    BOOST_TEST(*completed_when_posted_ran <= asio_sync::detail::immediate_acquire_budget);
+    BOOST_TEST(*available_when_posted_ran == 1000u - *completed_when_posted_ran);
+    check_counts(sem, 1000, 0);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -207,7 +207,8 @@ public:
     /// With the token `boost::asio::use_awaitable` or `as_tuple(use_awaitable)` there is no
     /// handler: when the permits are free the coroutine takes them and continues without
     /// suspending. So that a loop of such acquires cannot keep the other handlers of its thread
-    /// from running, every 64th acquire on a thread suspends and resumes through the executor.
+    /// from running, after 64 of them in a row on a thread the next one first yields through the
+    /// executor, before it takes any permit.
     /// Other tokens wrapping `use_awaitable` (`redirect_error`) take the ordinary path.
     ///
     /// @par Errors

@@ -7,6 +7,8 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -20,18 +22,17 @@ namespace asio_sync::detail {
 
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
 
-// How many acquires one thread may complete without suspending their coroutines before it
-// suspends one (posts its completion), so that a loop of acquires that never wait still lets the
-// other handlers of its thread run. Tokio's cooperative budget plays the same role.
+// How many acquires one thread may complete in a row without suspending their coroutines before
+// one of them suspends first, so that a loop of acquires that never wait still lets the other
+// handlers of its thread run. Tokio's cooperative budget plays the same role.
 inline constexpr unsigned immediate_acquire_budget = 64;
 
-inline bool spend_immediate_acquire_budget() noexcept
+// The acquires completed in a row on this thread without suspending. Read through this function
+// each time, never kept across a suspension: the coroutine may resume on another thread.
+inline unsigned& immediate_acquires_in_a_row() noexcept
 {
-    thread_local unsigned spent = 0;
-    if (++spent < immediate_acquire_budget)
-        return true;
-    spent = 0;
-    return false;
+    thread_local unsigned count = 0;
+    return count;
 }
 
 // The awaitable tokens whose acquires may go on without suspending, and what `co_await` yields
@@ -86,15 +87,26 @@ using awaitable_value_t = decltype(awaitable_token<Token>::value(
     std::declval<std::invoke_result_t<const Grant&, boost::system::error_code>>()));
 
 // `co_await semaphore.async_acquire(use_awaitable)` when the permits are free: the coroutine takes
-// them and goes on without suspending, so nothing is posted. Otherwise (and when the budget is
-// spent) the ordinary initiation runs as an async operation awaited in this frame, with the
-// coroutine suspended first, as use_awaitable does.
+// them and goes on without suspending, so nothing is posted. Otherwise the ordinary initiation
+// runs as an async operation awaited in this frame, with the coroutine suspended first, as
+// use_awaitable does. Once the budget is spent, the coroutine first yields (a plain post) and
+// only then tries: it holds no permit while other handlers run, which would make the acquires of
+// other coroutines queue behind it.
 template <class Signature, class Token, class Core, class Grant, class Initiation>
 boost::asio::awaitable<awaitable_value_t<Token, Grant>, typename awaitable_token<Token>::executor>
 acquire_awaitable(Core& core, std::size_t n, Grant grant, Initiation initiation)
 {
-    if (spend_immediate_acquire_budget() && core.try_acquire(n, Grant::to_permit))
+    if (immediate_acquires_in_a_row() >= immediate_acquire_budget)
+    {
+        immediate_acquires_in_a_row() = 0;
+        co_await boost::asio::post(co_await boost::asio::this_coro::executor, boost::asio::deferred);
+    }
+    if (core.try_acquire(n, Grant::to_permit))
+    {
+        ++immediate_acquires_in_a_row();
         co_return awaitable_token<Token>::value(grant(boost::system::error_code()));
+    }
+    immediate_acquires_in_a_row() = 0; // the acquire below suspends
     auto deferred = awaitable_token<Token>::deferred();
     co_return co_await boost::asio::async_initiate<decltype(deferred), Signature>(std::move(initiation),
                                                                                   deferred, n);
