@@ -105,6 +105,10 @@ public:
     /// No other error is reported: a mutex cannot be closed, and one permit never exceeds its
     /// capacity.
     ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
+    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
+    /// if that happens at the call, with the mutex as before it.
+    ///
     /// @par Thread safety
     /// May be called concurrently, from any thread, with any member function but the destructor.
     ///
@@ -142,6 +146,10 @@ public:
     /// @par Errors
     /// As `async_lock`: only `boost::asio::error::operation_aborted` (per-operation
     /// cancellation, `cancel()`, destruction of the mutex), with an empty `unique_lock`.
+    ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
+    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
+    /// if that happens at the call, with the mutex as before it.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.

@@ -6,6 +6,7 @@
 /// (asio_sync::basic_semaphore::permit) and the asio_sync::semaphore alias.
 
 #include <asio_sync/detail/acquire_awaitable.hpp>
+#include <asio_sync/detail/plain_grant.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
 #include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/error.hpp>
@@ -50,6 +51,18 @@ class basic_shared_mutex;
 /// `add_permits`, `forget_permits` and `reduce_permits` change the capacity while it is in use.
 /// See [Permits, bounds, capacity and time limits](permits.md) for the rules and how they
 /// interact with queued waiters.
+///
+/// **Faults.** When a completion cannot be submitted, because the handler's associated allocator
+/// or executor throws, the handler is destroyed without being invoked and whatever its grant held
+/// goes back: a `permit` or lock guard made for it gives its permits back as it is destroyed, and
+/// a plain grant's permits are released as a cancelled waiter's are, serving the waiters behind
+/// it. Whoever caused the completion is not affected: `release`, `try_release`, `add_permits`,
+/// `reduce_permits`, `cancel`, `close`, a permit's return, an unlock, a cancellation, a timeout
+/// and the destructor still complete every other waiter they served, and do not throw because of
+/// it. Only an initiating function reports such a failure, by throwing it: an acquire decided at
+/// once (granted, or failed) whose completion cannot be submitted first gives back what it took,
+/// and one that cannot allocate its operation or install its cancellation handler changes
+/// nothing; either way the semaphore is as it was before the call.
 ///
 /// **Allocation.** An acquire satisfied at once allocates nothing of its own. An acquire that has
 /// to wait allocates one operation object with the handler's associated allocator; the waiter
@@ -226,6 +239,10 @@ public:
     /// In every error case the operation holds no permits: what it had collected has gone to the
     /// waiters behind it, to a `reduce_permits` debt or back to the counter.
     ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
+    /// granted goes back (see **Faults** in the class description); this function then throws
+    /// only if that happens at the call, with the semaphore as before it.
+    ///
     /// @par Thread safety
     /// May be called concurrently, from any thread, with any member function of the same
     /// semaphore, the destructor excepted.
@@ -247,7 +264,7 @@ public:
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire(std::size_t n, AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant(),
+        return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant{&impl_.core},
                                                                  std::forward<AcquireToken>(token));
     }
 
@@ -268,6 +285,10 @@ public:
     /// `boost::asio::error::operation_aborted`, and `asio_sync::error::too_many_permits` when a
     /// bounded semaphore's capacity is 0 (at the call, or lowered to 0 by `reduce_permits` while
     /// the operation waited).
+    ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
+    /// granted goes back (see **Faults** in the class description); this function then throws
+    /// only if that happens at the call, with the semaphore as before it.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -309,6 +330,10 @@ public:
     /// @par Errors
     /// Those of `async_acquire(n, token)`, in the same cases: `asio_sync::error::too_many_permits`,
     /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
+    ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
+    /// granted goes back (see **Faults** in the class description); this function then throws
+    /// only if that happens at the call, with the semaphore as before it.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -362,6 +387,10 @@ public:
     /// .
     /// In every error case the operation holds no permits.
     ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
+    /// granted goes back (see **Faults** in the class description); this function then throws
+    /// only if that happens at the call, with the semaphore as before it.
+    ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
     ///
@@ -385,7 +414,7 @@ public:
                            AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return async_acquire_as<void(boost::system::error_code)>(
-            n, detail::plain_grant(), std::forward<AcquireToken>(token), to_timeout(timeout));
+            n, detail::plain_grant{&impl_.core}, std::forward<AcquireToken>(token), to_timeout(timeout));
     }
 
     /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up after
@@ -408,6 +437,10 @@ public:
     /// Those of `async_acquire_for`: `asio_sync::error::timed_out`,
     /// `boost::asio::error::no_memory`, `asio_sync::error::too_many_permits`,
     /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
+    ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
+    /// granted goes back (see **Faults** in the class description); this function then throws
+    /// only if that happens at the call, with the semaphore as before it.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -570,6 +603,9 @@ private:
         std::size_t n;
 
         std::tuple<boost::system::error_code, permit> operator()(boost::system::error_code ec) const;
+
+        // The permit object of an undelivered completion has given the permits back.
+        void undelivered(std::size_t) const noexcept {}
     };
 
     // An acquire whose handler receives what `grant` makes of the outcome: the shape the locks
@@ -592,7 +628,7 @@ private:
     void start_acquire(Handler handler, std::size_t n, const Grant& grant, Timeout timeout)
     {
         if (impl_.core.try_acquire(n, Grant::to_permit))
-            return detail::post_completion(std::move(handler), executor_, grant, {});
+            return detail::post_completion(std::move(handler), executor_, grant, {}, n);
         start_other_acquire(std::move(handler), n, grant, timeout);
     }
 

@@ -129,6 +129,10 @@ public:
     /// No other error is reported: the mutex cannot be closed, and a writer never asks for more
     /// than `max_readers()`.
     ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
+    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
+    /// if that happens at the call, with the mutex as before it.
+    ///
     /// @par Thread safety
     /// May be called concurrently, from any thread, with any member function but the destructor.
     ///
@@ -165,6 +169,10 @@ public:
     /// @par Errors
     /// As `async_lock`: only `boost::asio::error::operation_aborted`, with an empty
     /// `unique_lock`.
+    ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
+    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
+    /// if that happens at the call, with the mutex as before it.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -224,6 +232,10 @@ public:
     /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
     ///   mutex's destruction, while the operation waited. Nothing is held.
     ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
+    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
+    /// if that happens at the call, with the mutex as before it.
+    ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
     ///
@@ -255,6 +267,10 @@ public:
     /// @par Errors
     /// As `async_lock_shared`: only `boost::asio::error::operation_aborted`, with an empty
     /// `shared_lock`.
+    ///
+    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
+    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
+    /// if that happens at the call, with the mutex as before it.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.

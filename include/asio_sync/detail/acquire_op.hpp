@@ -176,20 +176,12 @@ private:
     tracked_executor_t<handler_executor> handler_work_;
 };
 
-// Turns an acquire's outcome into the handler's arguments at the moment it is decided. What a
-// grant produces may own the permits (a lock guard, a permit object), so that a grant whose
-// handler is destroyed without running still gives them back.
-struct plain_grant
-{
-    // The permits leave circulation (see semaphore_core); a permit grant keeps them in it.
-    static constexpr bool to_permit = false;
-
-    std::tuple<boost::system::error_code> operator()(boost::system::error_code ec) const noexcept
-    {
-        return std::tuple<boost::system::error_code>(ec);
-    }
-};
-
+// A grant turns an acquire's outcome into the handler's arguments at the moment it is decided
+// (`operator()`), and says whether the permits stay in circulation (`to_permit`). What it produces
+// may own the permits (a lock guard, a permit object), so that a handler destroyed without running
+// still gives them back. When a granted completion cannot be delivered (its executor or allocator
+// throws), `undelivered(n)` gives back the n permits that nothing else owns: it does nothing for
+// grants whose arguments own them, as their destructors have already given them back.
 template <class Grant>
 using grant_result_t = std::invoke_result_t<const Grant&, boost::system::error_code>;
 
@@ -219,15 +211,25 @@ private:
 };
 
 // Completes `handler` without an operation object: for acquires decided at initiation, which
-// continue the caller's chain.
+// continue the caller's chain. If the completion cannot be submitted, the handler is destroyed,
+// the n permits of a grant go back, and the exception reaches the initiating function's caller.
 template <class Handler, class IoExecutor, class Grant>
 void post_completion(Handler handler, const IoExecutor& io_ex, const Grant& grant,
-                     boost::system::error_code ec)
+                     boost::system::error_code ec, std::size_t n)
 {
     const auto alloc = get_handler_allocator(handler);
     const auto ex = boost::asio::get_associated_executor(handler, io_ex);
-    submit(ex, completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(ec)), alloc,
-           relation::continuation);
+    try
+    {
+        submit(ex, completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(ec)), alloc,
+               relation::continuation);
+    }
+    catch (...)
+    {
+        if (!ec)
+            grant.undelivered(n);
+        throw;
+    }
 }
 
 // Type-erased face of a queued acquire. `func_` either completes the operation (posting the
@@ -267,13 +269,24 @@ public:
 
     allocator_type get_allocator() const noexcept { return get_handler_allocator(handler_); }
 
-    // Submits the handler with what the grant makes of `ec`, through the handler's executor.
-    void complete(boost::system::error_code ec, relation how)
+    // Submits the handler with what the grant of n permits makes of `ec`, through the handler's
+    // executor. If that throws, the handler is destroyed and the permits go back before the
+    // exception leaves.
+    void complete(boost::system::error_code ec, relation how, std::size_t n)
     {
         const allocator_type alloc = get_allocator();
-        work_.complete(
-            completion<Handler, grant_result_t<Grant>>(std::move(handler_), grant_(ec), std::move(slot_)),
-            alloc, how);
+        try
+        {
+            work_.complete(
+                completion<Handler, grant_result_t<Grant>>(std::move(handler_), grant_(ec), std::move(slot_)),
+                alloc, how);
+        }
+        catch (...)
+        {
+            if (!ec)
+                grant_.undelivered(n);
+            throw;
+        }
     }
 
 private:
@@ -334,10 +347,11 @@ private:
     static void do_func(acquire_op_base* base, const boost::system::error_code* ec, relation how)
     {
         auto* op = static_cast<acquire_op*>(base);
+        const std::size_t n = op->granted();
         parts_type parts(std::move(op->parts_));
         deallocate_op(op, parts.get_allocator());
         if (ec)
-            parts.complete(*ec, how);
+            parts.complete(*ec, how, n);
     }
 
     parts_type parts_;
@@ -349,27 +363,48 @@ inline void destroy_all(waiter_list& done) noexcept
         static_cast<acquire_op_base*>(w)->destroy();
 }
 
+// The list of waiters this thread is finishing, if any. A completion that cannot be delivered
+// gives its permits back, which may finish more waiters: they join this list instead of starting
+// a nested loop, so a run of failures cannot exhaust the stack.
+inline waiter_list*& finishing_on_this_thread() noexcept
+{
+    thread_local waiter_list* list = nullptr;
+    return list;
+}
+
 // Finishes waiters that left the queue, oldest first. Called after the semaphore's mutex is
 // released. `first` is the relation of the first completion; the others are forks, so that a
-// release that serves several waiters lets idle threads take them. If an executor throws, the
-// operations not yet submitted are destroyed rather than leaked.
-inline void complete_each(waiter_list& done, relation first)
+// release that serves several waiters lets idle threads take them. A completion that cannot be
+// submitted (its allocator or executor throws) loses only its own handler, which is destroyed;
+// what its grant held goes back to the semaphore and the other waiters are still finished. The
+// caller, who did its own part, never sees that exception.
+inline void complete_each(waiter_list& done, relation first) noexcept
 {
-    struct guard
+    waiter_list*& finishing = finishing_on_this_thread();
+    if (finishing)
     {
-        waiter_list& rest;
-        ~guard() { destroy_all(rest); }
-    } on_exit{done};
+        finishing->splice_back(done);
+        return;
+    }
+    finishing = &done;
     relation how = first;
     while (semaphore_waiter* w = done.pop_front())
     {
-        static_cast<acquire_op_base*>(w)->complete(to_error_code(w->outcome), how);
+        try
+        {
+            static_cast<acquire_op_base*>(w)->complete(to_error_code(w->outcome), how);
+        }
+        catch (...)
+        {
+            // Already handled as described above; nobody is left to report it to.
+        }
         how = relation::fork;
     }
+    finishing = nullptr;
 }
 
 // The common case, nobody completed, stays inline in the lock-free paths.
-inline void complete_all(waiter_list& done, relation first = relation::fork)
+inline void complete_all(waiter_list& done, relation first = relation::fork) noexcept
 {
     if (!done.empty())
         complete_each(done, first);

@@ -3,6 +3,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <cstddef>
 #include <mutex>
 #include <tuple>
 
@@ -24,6 +25,9 @@ struct adopt_lock_grant
             return {ec, Lock()};
         return {ec, Lock(*mutex, std::adopt_lock)};
     }
+
+    // The Lock of an undelivered completion has unlocked.
+    void undelivered(std::size_t) const noexcept {}
 };
 
 } // namespace asio_sync::detail

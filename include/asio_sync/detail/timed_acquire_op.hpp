@@ -141,12 +141,13 @@ private:
     static void do_func(acquire_op_base* base, const boost::system::error_code* ec, relation how)
     {
         auto* op = static_cast<timed_acquire_op*>(base);
+        const std::size_t n = op->granted();
         parts_type parts(std::move(op->parts_));
         if (op->stage_.exchange(finished, std::memory_order_acq_rel) == timing)
             op->timer_.cancel();
         op->release();
         if (ec)
-            parts.complete(*ec, how);
+            parts.complete(*ec, how, n);
     }
 
     parts_type parts_;

@@ -35,6 +35,9 @@ struct semaphore_waiter
     // The permits go to a permit object, which will return them: on a bounded semaphore they stay
     // in circulation. A plain acquire takes its permits out of circulation.
     bool to_permit = false;
+
+    // What a granted waiter receives: the permits it asked for.
+    std::size_t granted() const noexcept { return missing + collected; }
 };
 
 // Intrusive doubly-linked FIFO of waiters: O(1) push, pop and erase, no allocation.
@@ -64,6 +67,17 @@ public:
         (w.prev ? w.prev->next : head_) = w.next;
         (w.next ? w.next->prev : tail_) = w.prev;
         w.prev = w.next = nullptr;
+    }
+
+    // Moves every waiter of `other` to the back of this list.
+    void splice_back(waiter_list& other) noexcept
+    {
+        if (!other.head_)
+            return;
+        other.head_->prev = tail_;
+        (tail_ ? tail_->next : head_) = other.head_;
+        tail_ = other.tail_;
+        other.head_ = other.tail_ = nullptr;
     }
 
     semaphore_waiter* pop_front() noexcept

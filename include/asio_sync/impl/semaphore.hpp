@@ -76,9 +76,9 @@ void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t
 
     // try_acquire(n) has failed: n is more than the counter holds, someone is queued, or closed.
     if (n > impl_.core.capacity())
-        return detail::post_completion(std::move(handler), executor_, grant, error::too_many_permits);
+        return detail::post_completion(std::move(handler), executor_, grant, error::too_many_permits, n);
     if (n == 0) // try_acquire(0) fails only once closed
-        return detail::post_completion(std::move(handler), executor_, grant, error::closed);
+        return detail::post_completion(std::move(handler), executor_, grant, error::closed, n);
 
     op_type* op;
     if constexpr (timed)
@@ -108,13 +108,22 @@ void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t
     const enqueue_result result = impl_.core.enqueue(*op, n);
     if (result != enqueue_result::queued)
     {
-        // Decided without queueing: nobody else knows of the operation yet.
+        // Decided without queueing: nobody else knows of the operation yet. If its completion
+        // cannot be submitted, the permits are back and the exception reaches the caller.
         if (slot.is_connected())
             slot.clear();
-        op->complete(result == enqueue_result::granted  ? boost::system::error_code()
-                     : result == enqueue_result::closed ? error::closed
-                                                        : error::too_many_permits,
-                     detail::relation::continuation);
+        try
+        {
+            op->complete(result == enqueue_result::granted  ? boost::system::error_code()
+                         : result == enqueue_result::closed ? error::closed
+                                                            : error::too_many_permits,
+                         detail::relation::continuation);
+        }
+        catch (...)
+        {
+            initiated(false);
+            throw;
+        }
     }
     initiated(result == enqueue_result::queued);
 }
