@@ -210,19 +210,15 @@ private:
     slot_type slot_;
 };
 
-// Completes `handler` without an operation object: for acquires decided at initiation, which
-// continue the caller's chain. If the completion cannot be submitted, the handler is destroyed,
-// the n permits of a grant go back, and the exception reaches the initiating function's caller.
-template <class Handler, class IoExecutor, class Grant>
-void post_completion(Handler handler, const IoExecutor& io_ex, const Grant& grant,
-                     boost::system::error_code ec, std::size_t n)
+// Runs `submit_completion`, which submits the completion of a grant of n permits. If that throws,
+// the completion's handler is gone, so the permits go back before the exception leaves.
+template <class Grant, class Submit>
+void submit_granted(const Grant& grant, boost::system::error_code ec, std::size_t n,
+                    Submit&& submit_completion)
 {
-    const auto alloc = get_handler_allocator(handler);
-    const auto ex = boost::asio::get_associated_executor(handler, io_ex);
     try
     {
-        submit(ex, completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(ec)), alloc,
-               relation::continuation);
+        submit_completion();
     }
     catch (...)
     {
@@ -230,6 +226,21 @@ void post_completion(Handler handler, const IoExecutor& io_ex, const Grant& gran
             grant.undelivered(n);
         throw;
     }
+}
+
+// Completes `handler` without an operation object: for acquires decided at initiation, which
+// continue the caller's chain. If the completion cannot be submitted, the exception reaches the
+// initiating function's caller.
+template <class Handler, class IoExecutor, class Grant>
+void post_completion(Handler handler, const IoExecutor& io_ex, const Grant& grant,
+                     boost::system::error_code ec, std::size_t n)
+{
+    const auto alloc = get_handler_allocator(handler);
+    const auto ex = boost::asio::get_associated_executor(handler, io_ex);
+    submit_granted(grant, ec, n, [&] {
+        submit(ex, completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(ec)), alloc,
+               relation::continuation);
+    });
 }
 
 // Type-erased face of a queued acquire. `func_` either completes the operation (posting the
@@ -270,23 +281,15 @@ public:
     allocator_type get_allocator() const noexcept { return get_handler_allocator(handler_); }
 
     // Submits the handler with what the grant of n permits makes of `ec`, through the handler's
-    // executor. If that throws, the handler is destroyed and the permits go back before the
-    // exception leaves.
+    // executor.
     void complete(boost::system::error_code ec, relation how, std::size_t n)
     {
         const allocator_type alloc = get_allocator();
-        try
-        {
+        submit_granted(grant_, ec, n, [&] {
             work_.complete(
                 completion<Handler, grant_result_t<Grant>>(std::move(handler_), grant_(ec), std::move(slot_)),
                 alloc, how);
-        }
-        catch (...)
-        {
-            if (!ec)
-                grant_.undelivered(n);
-            throw;
-        }
+        });
     }
 
 private:
