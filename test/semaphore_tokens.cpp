@@ -684,6 +684,27 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaph
     check_counts(sem, 1000, 0);
 }
 
+// The usual case of a handler with an executor of its own: a coroutine of another context waits on
+// the semaphore, and the semaphore's context keeps running meanwhile (poll() would stop it if it
+// had no work left).
+BOOST_AUTO_TEST_CASE(use_awaitable_waiter_of_another_context_keeps_the_semaphores_running)
+{
+    asio::io_context a;
+    asio::io_context b;
+    asio_sync::semaphore sem(a, 0);
+    spawned coro(b, [&]() -> asio::awaitable<void> { co_await sem.async_acquire(asio::use_awaitable); });
+    poll(b);
+    BOOST_TEST(sem.waiting() == 1u);
+    poll(a);
+    BOOST_TEST(!a.stopped());
+
+    sem.release(1);
+    run_to_completion(b);
+    coro.check_finished();
+    poll(a);
+    BOOST_TEST(a.stopped());
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. use_future, with the io_context on one thread and the release on another.
 // ---------------------------------------------------------------------------------------------
