@@ -23,6 +23,7 @@
 
 namespace asio = boost::asio;
 using asio_sync::test::make_record;
+using asio_sync::test::on_destroy;
 using asio_sync::test::outcome;
 using boost::system::error_code;
 
@@ -53,15 +54,6 @@ struct order_log
 struct fixture
 {
     asio::io_context ctx;
-};
-
-// Owns a callback that runs when the handler holding it is destroyed.
-struct on_destroy
-{
-    std::function<void()> action;
-    explicit on_destroy(std::function<void()> f) : action(std::move(f)) {}
-    on_destroy(const on_destroy&) = delete;
-    ~on_destroy() { action(); }
 };
 
 } // namespace
