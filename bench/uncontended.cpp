@@ -239,20 +239,23 @@ boost::asio::awaitable<void> post_loop(boost::asio::io_context& ctx, benchmark::
 
 // Runs one coroutine per batch, so the frame allocation and co_spawn's own posts are spread over
 // chain_length loop turns. An exception from the loop counts as a failure instead of vanishing.
+// Returns the number of handlers the context ran.
 template <class Loop>
-void run_coroutine_batches(benchmark::State& state, boost::asio::io_context& ctx, Loop make_loop,
-                           benchmark::IterationCount& executed)
+std::size_t run_coroutine_batches(benchmark::State& state, boost::asio::io_context& ctx, Loop make_loop,
+                                  benchmark::IterationCount& executed)
 {
     std::size_t failures = 0;
+    std::size_t handlers = 0;
     while (state.KeepRunningBatch(chain_length))
     {
         ctx.restart();
         boost::asio::co_spawn(ctx, make_loop(),
                               [&failures](std::exception_ptr e) { failures += e != nullptr; });
-        ctx.run();
+        handlers += ctx.run();
     }
     if (failures != 0 || executed != state.iterations())
         state.SkipWithError("coroutine loop broke off");
+    return handlers;
 }
 
 template <class Semaphore>
@@ -278,5 +281,63 @@ void BM_co_await_post(benchmark::State& state)
         state, ctx, [&] { return post_loop(ctx, chain_length, executed); }, executed);
 }
 BENCHMARK(BM_co_await_post);
+
+// The coroutine budget when the acquires are not in a row: every turn takes the free permit, gives
+// it back, then suspends on something else (a post, the cheapest suspension there is, so the
+// budget's share of the time is the largest it can be). The budget counts the immediate acquires
+// of a thread whatever happened in between (no public Asio interface tells an awaitable that its
+// coroutine has suspended since), so every 64th acquire yields first: a post of its own. Next to
+// it, the same loop with the thread's count cleared after every suspension, which is what a
+// detector of suspensions would give (the difference is all the budget costs here), and the loop
+// taking the permit with try_acquire (no budget, no awaitable frame). The counter handlers_per_op
+// is io_context::run()'s count of handlers per turn: about 1 + 1/64 against 1.
+enum class take_with
+{
+    async_acquire,
+    async_acquire_budget_cleared_on_suspension,
+    try_acquire,
+};
+
+template <take_with How>
+boost::asio::awaitable<void> acquire_then_post_loop(boost::asio::io_context& ctx, asio_sync::semaphore& sem,
+                                                    benchmark::IterationCount count,
+                                                    benchmark::IterationCount& executed)
+{
+    for (benchmark::IterationCount i = 0; i < count; ++i)
+    {
+        if constexpr (How == take_with::try_acquire)
+        {
+            if (!sem.try_acquire())
+                co_return; // breaks the chain, which the batch runner reports
+        }
+        else
+        {
+            co_await sem.async_acquire(boost::asio::use_awaitable);
+        }
+        sem.release();
+        co_await boost::asio::post(ctx, boost::asio::use_awaitable);
+        if constexpr (How == take_with::async_acquire_budget_cleared_on_suspension)
+            asio_sync::detail::immediate_acquires_in_a_row() = 0;
+        ++executed;
+    }
+}
+
+template <take_with How>
+void BM_acquire_release_then_co_await_post(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    asio_sync::semaphore sem(ctx, 1);
+    benchmark::IterationCount executed = 0;
+    const std::size_t handlers = run_coroutine_batches(
+        state, ctx, [&] { return acquire_then_post_loop<How>(ctx, sem, chain_length, executed); }, executed);
+    state.counters["handlers_per_op"] =
+        benchmark::Counter(static_cast<double>(handlers), benchmark::Counter::kAvgIterations);
+    if (!is_idle_now(sem, 1))
+        state.SkipWithError("coroutine loop lost a permit");
+}
+BENCHMARK_TEMPLATE(BM_acquire_release_then_co_await_post, take_with::async_acquire);
+BENCHMARK_TEMPLATE(BM_acquire_release_then_co_await_post,
+                   take_with::async_acquire_budget_cleared_on_suspension);
+BENCHMARK_TEMPLATE(BM_acquire_release_then_co_await_post, take_with::try_acquire);
 
 } // namespace

@@ -6,7 +6,9 @@
 #include "support/handler.hpp"
 #include "support/recording_executor.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -21,6 +23,7 @@
 
 namespace asio = boost::asio;
 using asio_sync::test::make_record;
+using asio_sync::test::on_destroy;
 using asio_sync::test::outcome;
 using boost::system::error_code;
 
@@ -51,15 +54,6 @@ struct order_log
 struct fixture
 {
     asio::io_context ctx;
-};
-
-// Owns a callback that runs when the handler holding it is destroyed.
-struct on_destroy
-{
-    std::function<void()> action;
-    explicit on_destroy(std::function<void()> f) : action(std::move(f)) {}
-    on_destroy(const on_destroy&) = delete;
-    ~on_destroy() { action(); }
 };
 
 } // namespace
@@ -545,6 +539,51 @@ BOOST_FIXTURE_TEST_CASE(a_waiter_keeps_the_context_running, fixture)
     ctx.run_for(std::chrono::seconds(10));
     BOOST_TEST(ctx.stopped()); // the work is gone once the handler has run
     BOOST_TEST(*out->ec == asio::error::operation_aborted);
+}
+
+// Starts a waiter on a semaphore of context `a` with its handler bound to `handler_ex`, an executor
+// of `handler_ctx` (`a` itself or another context), and checks the outstanding work on both
+// contexts: held while the waiter waits, gone once its handler has run. poll() stops a context
+// that has no work left, so stopped() tells, without waiting for anything.
+template <class IoExecutor, class HandlerExecutor>
+void check_waiter_work(asio::io_context& a, const HandlerExecutor& handler_ex, asio::io_context& handler_ctx)
+{
+    asio_sync::basic_semaphore<IoExecutor> sem(IoExecutor(a.get_executor()), 0);
+    auto [out, handler] = make_record();
+    sem.async_acquire(asio::bind_executor(handler_ex, handler));
+    drain(a);
+    BOOST_TEST(!a.stopped()); // tracked on the semaphore's context
+    drain(handler_ctx);
+    BOOST_TEST(!handler_ctx.stopped()); // and on the handler's
+    BOOST_TEST(!out->done());
+
+    sem.release(1);
+    drain(handler_ctx);
+    BOOST_TEST(out->done());
+    drain(a);
+    BOOST_TEST(a.stopped()); // nothing left behind, nor counted twice
+    drain(handler_ctx);
+    BOOST_TEST(handler_ctx.stopped());
+}
+
+// A handler bound to another context's executor keeps the semaphore's context running too, whether
+// the two executors have the same type (decided by value) or not. Bound to the semaphore's own
+// executor, the work is tracked once.
+BOOST_AUTO_TEST_CASE(a_waiter_with_its_own_executor_keeps_both_contexts_running)
+{
+    using io_executor = asio::io_context::executor_type;
+    asio::io_context a;
+    asio::io_context b;
+    BOOST_TEST_CONTEXT("any_io_executor of another context")
+    check_waiter_work<asio::any_io_executor>(a, asio::any_io_executor(b.get_executor()), b);
+    BOOST_TEST_CONTEXT("io_context executor of another context, on an any_io_executor semaphore")
+    check_waiter_work<asio::any_io_executor>(a, b.get_executor(), b);
+    BOOST_TEST_CONTEXT("io_context executor of another context")
+    check_waiter_work<io_executor>(a, b.get_executor(), b);
+    BOOST_TEST_CONTEXT("the semaphore's own any_io_executor")
+    check_waiter_work<asio::any_io_executor>(a, asio::any_io_executor(a.get_executor()), a);
+    BOOST_TEST_CONTEXT("the semaphore's own io_context executor")
+    check_waiter_work<io_executor>(a, a.get_executor(), a);
 }
 
 // A grant decided by the caller's own call (an acquire satisfied at initiation, the first waiter a

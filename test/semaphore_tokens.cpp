@@ -684,6 +684,78 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaph
     check_counts(sem, 1000, 0);
 }
 
+// Spawns `body` on a fresh io_context and runs it, on a thread of its own (whose budget of acquires
+// without suspension is whole), until it has no work left. Returns how many handlers ran.
+template <class Body>
+std::size_t handlers_run_by(Body body)
+{
+    asio::io_context io;
+    spawned coro(io, std::move(body));
+    std::size_t handlers = 0;
+    std::thread([&] { handlers = io.run_for(limit); }).join();
+    BOOST_REQUIRE_MESSAGE(io.stopped(), "the io_context still had work when the time limit expired");
+    coro.check_finished();
+    return handlers;
+}
+
+// 100 acquires of a free permit, then a wait for a permit that a handler posted by the coroutine
+// gives back, then 64 more acquires of a free permit. With `awaited`, the free permits are taken by
+// co_await async_acquire, under the budget; otherwise by try_acquire, which has none.
+asio::awaitable<void> free_acquires_around_a_wait(bool awaited)
+{
+    const auto ex = co_await asio::this_coro::executor;
+    asio_sync::semaphore sem(ex, 1);
+    const auto take_free_permit = [&](int times) -> asio::awaitable<void> {
+        for (int i = 0; i < times; ++i)
+        {
+            if (awaited)
+                co_await sem.async_acquire(asio::use_awaitable);
+            else
+                BOOST_TEST_REQUIRE(sem.try_acquire());
+            sem.release();
+        }
+    };
+    co_await take_free_permit(100);
+    BOOST_TEST_REQUIRE(sem.try_acquire());
+    asio::post(ex, [&] { sem.release(); });
+    co_await sem.async_acquire(asio::use_awaitable);
+    sem.release();
+    co_await take_free_permit(64);
+}
+
+// The budget starts again after the yield it forces, and after an acquire that suspended because
+// its permits were not free. Counted in handlers, the awaited acquires cost exactly one yield: the
+// 65th of the first 100 yields first; the 64 after the wait do not, since the wait started the
+// count again.
+BOOST_AUTO_TEST_CASE(use_awaitable_budget_starts_again_after_a_yield_and_after_a_wait)
+{
+    static_assert(asio_sync::detail::immediate_acquire_budget == 64);
+    const std::size_t without_budget = handlers_run_by([] { return free_acquires_around_a_wait(false); });
+    const std::size_t with_budget = handlers_run_by([] { return free_acquires_around_a_wait(true); });
+    BOOST_TEST(with_budget == without_budget + 1);
+}
+
+// The usual case of a handler with an executor of its own: a coroutine of another context waits on
+// the semaphore, and the semaphore's context keeps running meanwhile (poll() would stop it if it
+// had no work left).
+BOOST_AUTO_TEST_CASE(use_awaitable_waiter_of_another_context_keeps_the_semaphores_running)
+{
+    asio::io_context a;
+    asio::io_context b;
+    asio_sync::semaphore sem(a, 0);
+    spawned coro(b, [&]() -> asio::awaitable<void> { co_await sem.async_acquire(asio::use_awaitable); });
+    poll(b);
+    BOOST_TEST(sem.waiting() == 1u);
+    poll(a);
+    BOOST_TEST(!a.stopped());
+
+    sem.release(1);
+    run_to_completion(b);
+    coro.check_finished();
+    poll(a);
+    BOOST_TEST(a.stopped());
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. use_future, with the io_context on one thread and the release on another.
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -48,6 +49,15 @@ public:
 
 private:
     std::shared_ptr<outcome> out_;
+};
+
+// Owns a callback that runs when the handler holding it is destroyed.
+struct on_destroy
+{
+    std::function<void()> action;
+    explicit on_destroy(std::function<void()> f) : action(std::move(f)) {}
+    on_destroy(const on_destroy&) = delete;
+    ~on_destroy() { action(); }
 };
 
 // Convenience: a fresh outcome and a handler recording into it.

@@ -2,12 +2,15 @@
 #define ASIO_SYNC_TEST_SUPPORT_RECORDING_EXECUTOR_HPP
 
 // An executor that submits through another one and records, for every submission, whether it was
-// asked for as a continuation (execution::relationship.continuation) or not.
+// asked for as a continuation (execution::relationship.continuation) or not. Optionally it also
+// runs an action inside every execute(), before submitting: where the library submits a
+// completion from, e.g. to call back into the object that completes it.
 
 #include <boost/asio/execution.hpp>
 #include <boost/asio/query.hpp>
 #include <boost/asio/require.hpp>
 
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -17,8 +20,15 @@ template <class Inner>
 class recording_executor
 {
 public:
-    recording_executor(const Inner& inner, std::vector<bool>& continuations, bool continuation = false)
-        : inner_(inner), continuations_(&continuations), continuation_(continuation)
+    recording_executor(const Inner& inner, std::vector<bool>& continuations)
+        : recording_executor(inner, &continuations, nullptr, false)
+    {
+    }
+
+    // `on_execute` must outlive the executor and its copies.
+    recording_executor(const Inner& inner, std::vector<bool>& continuations,
+                       const std::function<void()>& on_execute)
+        : recording_executor(inner, &continuations, &on_execute, false)
     {
     }
 
@@ -43,12 +53,12 @@ public:
 
     recording_executor require(boost::asio::execution::relationship_t::continuation_t) const
     {
-        return recording_executor(inner_, *continuations_, true);
+        return recording_executor(inner_, continuations_, on_execute_, true);
     }
 
     recording_executor require(boost::asio::execution::relationship_t::fork_t) const
     {
-        return recording_executor(inner_, *continuations_, false);
+        return recording_executor(inner_, continuations_, on_execute_, false);
     }
 
     // Work tracking is the inner executor's.
@@ -59,13 +69,15 @@ public:
                                   int> = 0) const
     {
         auto inner = boost::asio::require(inner_, p);
-        return recording_executor<decltype(inner)>(inner, *continuations_, continuation_);
+        return recording_executor<decltype(inner)>(inner, continuations_, on_execute_, continuation_);
     }
 
     template <class Function>
     void execute(Function&& f) const
     {
         continuations_->push_back(continuation_);
+        if (on_execute_)
+            (*on_execute_)();
         boost::asio::require(inner_, boost::asio::execution::blocking.never)
             .execute(std::forward<Function>(f));
     }
@@ -73,15 +85,27 @@ public:
     friend bool operator==(const recording_executor& a, const recording_executor& b) noexcept
     {
         return a.inner_ == b.inner_ && a.continuations_ == b.continuations_ &&
-               a.continuation_ == b.continuation_;
+               a.on_execute_ == b.on_execute_ && a.continuation_ == b.continuation_;
+    }
+
+    friend bool operator!=(const recording_executor& a, const recording_executor& b) noexcept
+    {
+        return !(a == b);
     }
 
 private:
     template <class>
     friend class recording_executor;
 
+    recording_executor(const Inner& inner, std::vector<bool>* continuations,
+                       const std::function<void()>* on_execute, bool continuation)
+        : inner_(inner), continuations_(continuations), on_execute_(on_execute), continuation_(continuation)
+    {
+    }
+
     Inner inner_;
     std::vector<bool>* continuations_;
+    const std::function<void()>* on_execute_;
     bool continuation_;
 };
 
