@@ -14,7 +14,6 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -30,6 +29,10 @@
 // Boost 1.81: promise.hpp must come before use_promise.hpp.
 #include <boost/asio/experimental/promise.hpp>
 #include <boost/asio/experimental/use_promise.hpp>
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#endif
 
 #include <array>
 #include <atomic>
@@ -125,6 +128,7 @@ std::shared_ptr<test::outcome> record_cancellable_acquire(asio_sync::semaphore& 
     return out;
 }
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT) // coroutines need C++20: the _cxx17 build leaves these out
 // Checks that `results` holds exactly `expected`, in that order.
 void check_results(const std::vector<error_code>& results, const std::vector<error_code>& expected)
 {
@@ -227,6 +231,7 @@ struct acquire_or_timeout
         BOOST_TEST(*winner == index);
     }
 };
+#endif
 
 // What a parallel group of two acquires completed with.
 struct group_outcome
@@ -538,6 +543,7 @@ BOOST_FIXTURE_TEST_CASE(callback_move_only_handler, semaphore_with<1>)
 // 2. use_awaitable.
 // ---------------------------------------------------------------------------------------------
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
 BOOST_FIXTURE_TEST_CASE(use_awaitable_at_once_and_after_waiting, semaphore_with<1>)
 {
     int step = 0;
@@ -683,6 +689,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaph
     BOOST_TEST(*available_when_posted_ran == 1000u - *completed_when_posted_ran);
     check_counts(sem, 1000, 0);
 }
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // 3. use_future, with the io_context on one thread and the release on another.
@@ -758,6 +765,7 @@ BOOST_FIXTURE_TEST_CASE(deferred_does_nothing_until_invoked, semaphore_with<1>)
     run_to_completion(io);
     check_completed(*later_out, success);
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
     // Composed with a continuation, and awaited from a coroutine.
     int value = 0;
     spawned coro(io, [&]() -> asio::awaitable<void> {
@@ -774,6 +782,7 @@ BOOST_FIXTURE_TEST_CASE(deferred_does_nothing_until_invoked, semaphore_with<1>)
     run_to_completion(io);
     coro.check_finished();
     BOOST_TEST(value == 7);
+#endif
 
     // Closed between creation and invocation: the state at invocation decides.
     auto after_close = sem.async_acquire(asio::deferred);
@@ -790,6 +799,7 @@ BOOST_FIXTURE_TEST_CASE(deferred_does_nothing_until_invoked, semaphore_with<1>)
 // 5. as_tuple.
 // ---------------------------------------------------------------------------------------------
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
 BOOST_FIXTURE_TEST_CASE(as_tuple_use_awaitable, semaphore_with<1>)
 {
     std::vector<error_code> results;
@@ -811,6 +821,7 @@ BOOST_FIXTURE_TEST_CASE(as_tuple_use_awaitable, semaphore_with<1>)
     coro.check_finished();
     check_results(results, {success, success, closed});
 }
+#endif
 
 BOOST_FIXTURE_TEST_CASE(as_tuple_callback, semaphore_with<1>)
 {
@@ -842,6 +853,7 @@ BOOST_FIXTURE_TEST_CASE(as_tuple_callback, semaphore_with<1>)
 // 6. redirect_error.
 // ---------------------------------------------------------------------------------------------
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
 BOOST_FIXTURE_TEST_CASE(redirect_error_use_awaitable, semaphore_with<1>)
 {
     std::vector<error_code> results;
@@ -866,6 +878,7 @@ BOOST_FIXTURE_TEST_CASE(redirect_error_use_awaitable, semaphore_with<1>)
     coro.check_finished();
     check_results(results, {success, success, aborted, closed});
 }
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // 7. experimental::use_promise.
@@ -927,6 +940,7 @@ BOOST_FIXTURE_TEST_CASE(use_promise, semaphore_with<1>)
         BOOST_TEST(sem.available() == 1u);
     }
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
     // Awaited from a coroutine; an error arrives as the error code.
     {
         std::optional<error_code> result;
@@ -943,6 +957,7 @@ BOOST_FIXTURE_TEST_CASE(use_promise, semaphore_with<1>)
         check_result(result, closed);
         BOOST_TEST(sem.available() == 1u);
     }
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1241,6 +1256,7 @@ BOOST_AUTO_TEST_CASE(bind_allocator_allocates_a_waiting_operation_through_it)
 // 11. experimental::awaitable_operators: acquire || timer.
 // ---------------------------------------------------------------------------------------------
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
 BOOST_FIXTURE_TEST_CASE(awaitable_operators_acquire_wins_over_timer, semaphore_with<0>)
 {
     // The timer never expires within the test: only the release can decide the race.
@@ -1279,6 +1295,7 @@ BOOST_AUTO_TEST_CASE(awaitable_operators_timer_wins_and_no_permit_is_lost)
         BOOST_TEST(sem.try_acquire(2));
     }
 }
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // 12. experimental::make_parallel_group.
