@@ -114,7 +114,7 @@ template <class... N>
 std::shared_ptr<test::outcome> record_acquire(asio_sync::semaphore& sem, N... n)
 {
     auto [out, handler] = test::make_record();
-    sem.async_acquire(n..., handler);
+    sem.async_acquire(static_cast<std::size_t>(n)..., handler);
     return out;
 }
 
@@ -124,7 +124,7 @@ std::shared_ptr<test::outcome> record_cancellable_acquire(asio_sync::semaphore& 
                                                           asio::cancellation_signal& signal, N... n)
 {
     auto [out, handler] = test::make_record();
-    sem.async_acquire(n..., asio::bind_cancellation_slot(signal.slot(), handler));
+    sem.async_acquire(static_cast<std::size_t>(n)..., asio::bind_cancellation_slot(signal.slot(), handler));
     return out;
 }
 

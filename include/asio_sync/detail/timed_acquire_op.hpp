@@ -48,9 +48,9 @@ public:
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
 
     // The initiator's last step: starts the timer if the waiter was queued, then lets go.
-    void initiated(bool queued, clock_type::duration timeout)
+    void initiated(bool was_queued, clock_type::duration timeout)
     {
-        if (queued)
+        if (was_queued)
             start_timer(timeout);
         release();
     }
