@@ -3,6 +3,7 @@
 
 #include <support/counting_allocator.hpp>
 #include <support/handler.hpp>
+#include <support/io_threads.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_allocator.hpp>
@@ -260,41 +261,6 @@ struct group_outcome
         BOOST_TEST(ec0 == expected0);
         BOOST_TEST(ec1 == expected1);
     }
-};
-
-// Runs an io_context on a number of threads, each for at most `limit`. The destructor stops the
-// context and joins, so that a failed check cannot leave a thread behind.
-class runner
-{
-public:
-    runner(asio::io_context& io, int threads) : io_(io)
-    {
-        for (int i = 0; i < threads; ++i)
-            threads_.emplace_back([&io] { io.run_for(limit); });
-    }
-
-    runner(const runner&) = delete;
-    runner& operator=(const runner&) = delete;
-
-    ~runner()
-    {
-        io_.stop();
-        join();
-    }
-
-    // Waits until every thread has returned: once the context ran out of work, or at the limit.
-    void join()
-    {
-        for (std::thread& t : threads_)
-        {
-            if (t.joinable())
-                t.join();
-        }
-    }
-
-private:
-    asio::io_context& io_;
-    std::vector<std::thread> threads_;
 };
 
 // Runs `f` on a thread of its own and waits for it to return.
@@ -698,7 +664,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaph
 BOOST_FIXTURE_TEST_CASE(use_future_released_from_another_thread, semaphore_with<1>)
 {
     auto guard = asio::make_work_guard(io);
-    runner io_thread(io, 1);
+    test::io_threads io_thread(io, 1);
 
     // At once.
     std::future<void> now = sem.async_acquire(asio::use_future);
@@ -1151,7 +1117,7 @@ BOOST_AUTO_TEST_CASE(bind_executor_runs_handler_in_strand)
     });
 
     {
-        runner threads(io, 2);
+        test::io_threads threads(io, 2);
         threads.join();
     }
     BOOST_TEST(io.stopped());
@@ -1168,7 +1134,7 @@ BOOST_AUTO_TEST_CASE(bind_executor_strand_with_release_from_main_thread)
     asio_sync::semaphore sem(io, 0);
     auto strand = asio::make_strand(io);
     auto guard = asio::make_work_guard(io);
-    runner threads(io, 2);
+    test::io_threads threads(io, 2);
 
     constexpr int count = 64;
     strand_tally tally;

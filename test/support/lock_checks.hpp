@@ -11,6 +11,7 @@
 
 #include <support/counting_allocator.hpp>
 #include <support/handler.hpp>
+#include <support/io_threads.hpp>
 
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -119,41 +120,6 @@ struct completion_log
             result.push_back(entry.first);
         return result;
     }
-};
-
-// Runs an io_context on threads of its own, each for at most `limit`. The destructor stops the
-// context before the threads are joined, so a failed check never waits on them for long.
-class io_threads
-{
-public:
-    io_threads(asio::io_context& io, int count) : io_(io)
-    {
-        for (int i = 0; i < count; ++i)
-            threads_.emplace_back([&io] { io.run_for(limit); });
-    }
-
-    io_threads(const io_threads&) = delete;
-    io_threads& operator=(const io_threads&) = delete;
-
-    ~io_threads()
-    {
-        io_.stop();
-        join();
-    }
-
-    // Waits until every thread has returned: once the context ran out of work, or at the limit.
-    void join()
-    {
-        for (std::thread& t : threads_)
-        {
-            if (t.joinable())
-                t.join();
-        }
-    }
-
-private:
-    asio::io_context& io_;
-    std::vector<std::thread> threads_; // not std::jthread: the tests also build as C++17
 };
 
 // Lets the main thread wait, for at most `limit`, until `count` coroutines have finished, and
