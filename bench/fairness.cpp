@@ -80,12 +80,12 @@ void BM_fairness(benchmark::State& state)
     }
     if (failures != 0 || next.load() != grantee.size() || sem.available() != permits || sem.waiting() != 0)
         state.SkipWithError("a task failed, or a grant or a permit went missing");
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(grantee.size()));
+    const std::int64_t grants = state.iterations() * static_cast<std::int64_t>(grantee.size());
+    state.SetItemsProcessed(grants);
     state.counters["worst_gap"] = static_cast<double>(worst_gap);
     state.counters["busiest_thread_share"] = busiest_share;
-    state.counters["ns_per_op"] =
-        benchmark::Counter(static_cast<double>(state.iterations() * grantee.size()),
-                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["ns_per_op"] = benchmark::Counter(
+        static_cast<double>(grants), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_fairness)
     ->Args({8, 2})

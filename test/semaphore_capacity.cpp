@@ -67,7 +67,7 @@ template <class... N>
 std::shared_ptr<test::outcome> record_acquire(asio_sync::semaphore& sem, N... n)
 {
     auto [out, handler] = test::make_record();
-    sem.async_acquire(n..., handler);
+    sem.async_acquire(static_cast<std::size_t>(n)..., handler);
     return out;
 }
 

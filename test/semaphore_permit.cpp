@@ -141,6 +141,7 @@ void check_permit(const permit_outcome& out, const error_code& expected, const a
     BOOST_TEST(&out.held->semaphore() == &sem);
 }
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT) // coroutines need C++20: the _cxx17 build leaves these out
 // A coroutine co_spawned on `io`, and how it ended.
 struct spawned
 {
@@ -165,6 +166,7 @@ struct spawned
         BOOST_TEST(!error, "an exception escaped the coroutine");
     }
 };
+#endif
 
 // Checks that `f()` throws a system_error carrying `expected`.
 template <class F>
@@ -646,6 +648,7 @@ BOOST_AUTO_TEST_CASE(destroying_the_semaphore_completes_with_an_empty_permit)
     out->held.reset();
 }
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
 BOOST_FIXTURE_TEST_CASE(use_awaitable_returns_the_permit, semaphore_with<2>)
 {
     std::size_t first_count = 0;
@@ -733,6 +736,7 @@ BOOST_FIXTURE_TEST_CASE(as_tuple_use_awaitable_and_callback, semaphore_with<1>)
     BOOST_TEST(std::get<1>(*got) == 2u);
     BOOST_TEST(sem.available() == 2u);
 }
+#endif
 
 // use_future completes through its own executor (Asio's system executor), so the futures are
 // waited for, not polled.

@@ -177,7 +177,7 @@ asio::awaitable<void> mix_worker(asio_sync::semaphore& sem, std::size_t permits,
     for (;;)
     {
         const std::size_t n = 1 + rng() % permits;
-        const unsigned choice = rng() % 10;
+        const auto choice = rng() % 10;
         if (choice < 2)
         {
             if (sem.try_acquire(n))
@@ -397,7 +397,7 @@ private:
     enum class kind
     {
         plain,
-        permit,
+        with_permit,
         try_plain,
         try_permit,
         forget_then_release,
@@ -415,7 +415,7 @@ private:
                 break;
             case 1:
                 if (config_.permits)
-                    return kind::permit;
+                    return kind::with_permit;
                 break;
             case 2:
                 if (config_.try_ops && config_.plain)
@@ -461,7 +461,7 @@ private:
             break;
         case kind::plain:
             return acquire(n, false, false);
-        case kind::permit:
+        case kind::with_permit:
             return acquire(n, true, false);
         case kind::forget_then_release:
             return acquire(n, true, true);

@@ -49,8 +49,8 @@ namespace {
 // variables suffice.
 struct crawl_state
 {
-    crawl_state(asio::io_context& ctx, int pages, std::size_t k)
-        : pages(pages), k(k), connections(ctx, k),
+    crawl_state(asio::io_context& ctx, int page_count, std::size_t limit)
+        : pages(page_count), k(limit), connections(ctx, limit),
           acceptor(ctx, tcp::endpoint(asio::ip::address_v4::loopback(), 0))
     {
     }

@@ -15,6 +15,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/system/error_code.hpp>
+#include <boost/throw_exception.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -722,7 +723,8 @@ public:
     permit split(std::size_t k)
     {
         if (k > count_)
-            throw std::invalid_argument("asio_sync: cannot split more permits than are held");
+            boost::throw_exception(
+                std::invalid_argument("asio_sync: cannot split more permits than are held"));
         count_ -= k;
         return permit(*semaphore_, k);
     }
@@ -735,7 +737,8 @@ public:
     void merge(permit&& other)
     {
         if (other.semaphore_ != semaphore_)
-            throw std::invalid_argument("asio_sync: cannot merge permits of another semaphore");
+            boost::throw_exception(
+                std::invalid_argument("asio_sync: cannot merge permits of another semaphore"));
         if (&other != this)
             count_ += std::exchange(other.count_, 0);
     }

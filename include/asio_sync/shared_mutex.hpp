@@ -9,6 +9,7 @@
 #include <asio_sync/semaphore.hpp>
 
 #include <boost/assert.hpp>
+#include <boost/throw_exception.hpp>
 
 #include <mutex>
 #include <shared_mutex>
@@ -330,8 +331,8 @@ private:
     static std::size_t checked(std::size_t max_readers)
     {
         if (max_readers == 0 || max_readers > basic_semaphore<Executor>::max_permits)
-            throw std::invalid_argument(
-                "asio_sync::basic_shared_mutex: max_readers must be in [1, max_permits]");
+            boost::throw_exception(std::invalid_argument(
+                "asio_sync::basic_shared_mutex: max_readers must be in [1, max_permits]"));
         return max_readers;
     }
 

@@ -87,7 +87,7 @@ const char* input_name = nullptr; // the file being replayed, if any
 
 void run_input(const std::uint8_t* data, std::size_t size);
 
-void vappend(const char* format, std::va_list args)
+__attribute__((format(printf, 1, 0))) void vappend(const char* format, std::va_list args)
 {
     char line[512];
     std::vsnprintf(line, sizeof line, format, args);

@@ -11,24 +11,17 @@
 
 #include <support/counting_allocator.hpp>
 #include <support/handler.hpp>
+#include <support/io_threads.hpp>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
@@ -36,9 +29,21 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+// Coroutines need C++20: the _cxx17 builds leave out the checks using them.
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 // Boost 1.81: promise.hpp must come before use_promise.hpp.
 #include <boost/asio/experimental/promise.hpp>
 #include <boost/asio/experimental/use_promise.hpp>
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -115,27 +120,6 @@ struct completion_log
             result.push_back(entry.first);
         return result;
     }
-};
-
-// Runs an io_context on threads of its own, each for at most `limit`. The destructor stops the
-// context before the threads are joined, so a failed check never waits on them for long.
-class io_threads
-{
-public:
-    io_threads(asio::io_context& io, int count) : io_(io)
-    {
-        for (int i = 0; i < count; ++i)
-            threads_.emplace_back([&io] { io.run_for(limit); });
-    }
-
-    ~io_threads() { io_.stop(); }
-
-    // Waits until every thread has returned: once the context ran out of work, or at the limit.
-    void join() { threads_.clear(); }
-
-private:
-    asio::io_context& io_;
-    std::vector<std::jthread> threads_;
 };
 
 // Lets the main thread wait, for at most `limit`, until `count` coroutines have finished, and
@@ -228,25 +212,31 @@ public:
     {
         std::vector<lock_check> checks{
             {"callbacks", [] { scenario(&start_callback); }},
-            {"use_awaitable", [] { scenario(&spawn_awaiting<&await_plain>); }},
-            {"as_tuple", [] { scenario(&spawn_awaiting<&await_tuple>); }},
-            {"redirect_error", [] { scenario(&spawn_awaiting<&await_redirected>); }},
-            {"use_promise", [] { scenario(&spawn_awaiting<&await_promise>); }},
             {"deferred", [] { scenario(&start_deferred); }},
             {"deferred starts nothing until invoked", &deferred_is_lazy},
             {"use_future, unlocked from another thread", &future_unlocked_elsewhere},
             {"bind_cancellation_slot", &cancellation_slot},
             {"bind_executor with a strand", &strand_executor},
             {"bind_allocator", &counted_allocator},
-            {"|| steady_timer", [] { race_with_timer(&lock_or_timer); }},
-            {"make_parallel_group with a steady_timer", [] { race_with_timer(&parallel_lock_and_timer); }},
             {"scoped: callbacks", [] { scenario(&start_scoped_callback); }},
-            {"scoped: use_awaitable", [] { scenario(&spawn_awaiting<&await_scoped>); }},
-            {"scoped: as_tuple", [] { scenario(&spawn_awaiting<&await_scoped_tuple>); }},
             {"scoped: a guard destroyed unused unlocks", &abandoned_guards},
         };
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+        checks.insert(checks.end(),
+                      {
+                          {"use_awaitable", [] { scenario(&spawn_awaiting<&await_plain>); }},
+                          {"as_tuple", [] { scenario(&spawn_awaiting<&await_tuple>); }},
+                          {"redirect_error", [] { scenario(&spawn_awaiting<&await_redirected>); }},
+                          {"use_promise", [] { scenario(&spawn_awaiting<&await_promise>); }},
+                          {"|| steady_timer", [] { race_with_timer(&lock_or_timer); }},
+                          {"make_parallel_group with a steady_timer",
+                           [] { race_with_timer(&parallel_lock_and_timer); }},
+                          {"scoped: use_awaitable", [] { scenario(&spawn_awaiting<&await_scoped>); }},
+                          {"scoped: as_tuple", [] { scenario(&spawn_awaiting<&await_scoped_tuple>); }},
+                      });
         if constexpr (Kind::exclusive)
             checks.push_back({"contended increments of a plain int", &contended_increments});
+#endif
         for (lock_check& check : checks)
             check.name = std::string(Kind::name) + ": " + check.name;
         return checks;
@@ -346,6 +336,7 @@ private:
         Kind::async_scoped_lock(f.mtx, [r](error_code ec, guard_type guard) { r({ec, std::move(guard)}); });
     }
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
     // Starts a coroutine that takes the lock through `Await` and reports how it went.
     template <asio::awaitable<result> (*Await)(mutex_type&)>
     static void spawn_awaiting(fixture& f, const report& r)
@@ -404,6 +395,7 @@ private:
         auto [ec, guard] = co_await Kind::async_scoped_lock(m, asio::as_tuple(asio::use_awaitable));
         co_return result{ec, std::move(guard)};
     }
+#endif
 
     static void deferred_is_lazy()
     {
@@ -522,6 +514,7 @@ private:
         BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
     }
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
     // Races the lock against a timer; returns the winner's index: 0 for the lock, 1 for the timer.
     static asio::awaitable<std::size_t> lock_or_timer(mutex_type& m, duration timeout)
     {
@@ -583,6 +576,7 @@ private:
             }
         }
     }
+#endif
 
     // A scoped lock granted to a handler that is then destroyed without being invoked (its
     // context is destroyed, or it was bound to a context nobody runs) must not stay locked.
@@ -620,6 +614,7 @@ private:
         }
     }
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
     static asio::awaitable<void> increment(mutex_type& m, int& counter, int rounds, bool scoped)
     {
         for (int i = 0; i < rounds; ++i)
@@ -667,6 +662,7 @@ private:
             }
         }
     }
+#endif
 };
 
 } // namespace asio_sync::test

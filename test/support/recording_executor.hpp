@@ -93,6 +93,12 @@ public:
         return !(a == b);
     }
 
+    // C++17 does not derive it from operator==, and an executor needs both.
+    friend bool operator!=(const recording_executor& a, const recording_executor& b) noexcept
+    {
+        return !(a == b);
+    }
+
 private:
     template <class>
     friend class recording_executor;

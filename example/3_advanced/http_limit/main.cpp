@@ -86,7 +86,7 @@ constexpr const char body_ok[] = "served by the backend\n";
 
 struct options
 {
-    unsigned port = 8080;
+    asio::ip::port_type port = 8080;
     unsigned threads = 2;
     std::size_t global = 8;
     std::size_t global_queue = 4;
@@ -139,7 +139,7 @@ bool parse_options(int argc, char** argv, options& o)
         const auto count = static_cast<std::size_t>(value);
         const milliseconds ms(static_cast<long long>(value));
         if (arg == "--port" && value <= 65535)
-            o.port = static_cast<unsigned>(value);
+            o.port = static_cast<asio::ip::port_type>(value);
         else if (arg == "--threads" && count >= 1 && count <= 64)
             o.threads = static_cast<unsigned>(count);
         else if (arg == "--duration" && value > 0.0)

@@ -15,6 +15,7 @@
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/require.hpp>
+#include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <memory>
@@ -321,15 +322,16 @@ Op* allocate_op(const Allocator& handler_alloc, Args&&... args)
     using op_allocator = typename std::allocator_traits<Allocator>::template rebind_alloc<Op>;
     op_allocator alloc(handler_alloc);
     Op* op = std::allocator_traits<op_allocator>::allocate(alloc, 1);
-    try
+    BOOST_TRY
     {
         return ::new (static_cast<void*>(op)) Op(std::forward<Args>(args)...);
     }
-    catch (...)
+    BOOST_CATCH(...)
     {
         std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
-        throw;
+        BOOST_RETHROW
     }
+    BOOST_CATCH_END
 }
 
 template <class Op, class Allocator>

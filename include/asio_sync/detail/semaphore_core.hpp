@@ -5,6 +5,7 @@
 #include <asio_sync/detail/waiter_list.hpp>
 
 #include <boost/config.hpp>
+#include <boost/throw_exception.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -206,14 +207,15 @@ public:
         std::lock_guard<Mutex> lock(mutex_);
         const std::size_t bound = bound_.load(std::memory_order_relaxed);
         if (n > bound)
-            throw std::invalid_argument("asio_sync: reduce_permits exceeds the capacity");
+            boost::throw_exception(std::invalid_argument("asio_sync: reduce_permits exceeds the capacity"));
         std::size_t s = state_.load(std::memory_order_relaxed);
         std::size_t taken;
         for (;;)
         {
             taken = (s >> shift) < n ? (s >> shift) : n;
             if (n - taken > max_permits - debt_)
-                throw std::overflow_error("asio_sync: reduce_permits would owe more than max_permits");
+                boost::throw_exception(
+                    std::overflow_error("asio_sync: reduce_permits would owe more than max_permits"));
             // Short of n, the counter is emptied and the flag set in the same step.
             const std::size_t next = taken == n ? s - (n << shift) : (s & closed_flag) | divert_flag;
             if (state_.compare_exchange_weak(s, next, std::memory_order_acquire, std::memory_order_relaxed))
@@ -290,10 +292,11 @@ private:
     static std::size_t checked(std::size_t initial_permits, std::size_t bound)
     {
         if (bound > max_permits)
-            throw std::invalid_argument("asio_sync: the bound exceeds max_permits");
+            boost::throw_exception(std::invalid_argument("asio_sync: the bound exceeds max_permits"));
         if (initial_permits > bound)
-            throw std::invalid_argument(bound == max_permits ? "asio_sync: initial permits exceed max_permits"
-                                                             : "asio_sync: initial permits exceed the bound");
+            boost::throw_exception(
+                std::invalid_argument(bound == max_permits ? "asio_sync: initial permits exceed max_permits"
+                                                           : "asio_sync: initial permits exceed the bound"));
         return initial_permits;
     }
 

@@ -5,6 +5,7 @@
 #include <asio_sync/detail/semaphore_service.hpp>
 
 #include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/core/no_exceptions_support.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -47,9 +48,9 @@ public:
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
 
     // The initiator's last step: starts the timer if the waiter was queued, then lets go.
-    void initiated(bool queued, clock_type::duration timeout)
+    void initiated(bool was_queued, clock_type::duration timeout)
     {
-        if (queued)
+        if (was_queued)
             start_timer(timeout);
         release();
     }
@@ -100,12 +101,12 @@ private:
 
     void start_timer(clock_type::duration timeout)
     {
-        try
+        BOOST_TRY
         {
             timer_.expires_after(timeout);
             timer_.async_wait(expiry(this));
         }
-        catch (...)
+        BOOST_CATCH(...)
         {
             // Without a timer there is no time limit: the acquire leaves the queue (unless it was
             // granted meanwhile) and reports it. The handler is posted, as always.
@@ -114,6 +115,7 @@ private:
             impl_->core.cancel(&self, waiter_outcome::no_memory, done);
             complete_all(done);
         }
+        BOOST_CATCH_END
         if (stage_.exchange(timing, std::memory_order_acq_rel) == finished)
             timer_.cancel();
     }

@@ -3,6 +3,8 @@
 
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/query.hpp>
+#include <boost/core/no_exceptions_support.hpp>
+#include <boost/throw_exception.hpp>
 
 #include <chrono>
 #include <stdexcept>
@@ -94,16 +96,17 @@ void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t
     if (slot.is_connected())
     {
         // Installed before the waiter is visible to other threads, so no grant can race it.
-        try
+        BOOST_TRY
         {
             op->cancel_ref = slot.template emplace<cancellation_type>(impl_.core, op).waiter_ref();
         }
-        catch (...)
+        BOOST_CATCH(...)
         {
             op->destroy();
             initiated(false);
-            throw;
+            BOOST_RETHROW
         }
+        BOOST_CATCH_END
     }
     const enqueue_result result = impl_.core.enqueue(*op, n);
     if (result != enqueue_result::queued)
@@ -168,8 +171,9 @@ BOOST_FORCEINLINE void basic_semaphore<Executor>::release(std::size_t n)
 template <class Executor>
 void basic_semaphore<Executor>::throw_release_overflow() const
 {
-    throw std::overflow_error(impl_.core.bounded() ? "asio_sync: release would exceed the semaphore's bound"
-                                                   : "asio_sync: release would exceed max_permits");
+    boost::throw_exception(std::overflow_error(impl_.core.bounded()
+                                                   ? "asio_sync: release would exceed the semaphore's bound"
+                                                   : "asio_sync: release would exceed max_permits"));
 }
 
 template <class Executor>
@@ -194,7 +198,7 @@ void basic_semaphore<Executor>::add_permits(std::size_t n)
 {
     detail::waiter_list done;
     if (!impl_.core.add(n, done))
-        throw std::overflow_error("asio_sync: add_permits would exceed max_permits");
+        boost::throw_exception(std::overflow_error("asio_sync: add_permits would exceed max_permits"));
     detail::complete_all(done, detail::relation::continuation);
 }
 

@@ -1,0 +1,52 @@
+#ifndef ASIO_SYNC_TEST_SUPPORT_IO_THREADS_HPP
+#define ASIO_SYNC_TEST_SUPPORT_IO_THREADS_HPP
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace asio_sync::test {
+
+// Runs an io_context on threads of its own, each for at most `limit`. The destructor stops the
+// context before the threads are joined, so a failed check never waits on them for long.
+class io_threads
+{
+public:
+    // Generous on purpose: it only turns a hang into a failure; no outcome depends on it.
+    static constexpr std::chrono::seconds limit{60};
+
+    io_threads(boost::asio::io_context& io, int count) : io_(io)
+    {
+        for (int i = 0; i < count; ++i)
+            threads_.emplace_back([&io] { io.run_for(limit); });
+    }
+
+    io_threads(const io_threads&) = delete;
+    io_threads& operator=(const io_threads&) = delete;
+
+    ~io_threads()
+    {
+        io_.stop();
+        join();
+    }
+
+    // Waits until every thread has returned: once the context ran out of work, or at the limit.
+    void join()
+    {
+        for (std::thread& t : threads_)
+        {
+            if (t.joinable())
+                t.join();
+        }
+    }
+
+private:
+    boost::asio::io_context& io_;
+    std::vector<std::thread> threads_; // not std::jthread: the tests also build as C++17
+};
+
+} // namespace asio_sync::test
+
+#endif // ASIO_SYNC_TEST_SUPPORT_IO_THREADS_HPP
