@@ -655,7 +655,6 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaph
     BOOST_TEST(*available_when_posted_ran == 1000u - *completed_when_posted_ran);
     check_counts(sem, 1000, 0);
 }
-#endif
 
 // Spawns `body` on a fresh io_context and runs it, on a thread of its own (whose budget of acquires
 // without suspension is whole), until it has no work left. Returns how many handlers ran.
@@ -728,6 +727,7 @@ BOOST_AUTO_TEST_CASE(use_awaitable_waiter_of_another_context_keeps_the_semaphore
     poll(a);
     BOOST_TEST(a.stopped());
 }
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // 3. use_future, with the io_context on one thread and the release on another.

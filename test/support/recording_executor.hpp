@@ -88,11 +88,6 @@ public:
                a.on_execute_ == b.on_execute_ && a.continuation_ == b.continuation_;
     }
 
-    friend bool operator!=(const recording_executor& a, const recording_executor& b) noexcept
-    {
-        return !(a == b);
-    }
-
     // C++17 does not derive it from operator==, and an executor needs both.
     friend bool operator!=(const recording_executor& a, const recording_executor& b) noexcept
     {

@@ -231,16 +231,17 @@ template <class Grant, class Submit>
 void submit_granted(const Grant& grant, boost::system::error_code ec, std::size_t n,
                     Submit&& submit_completion)
 {
-    try
+    BOOST_TRY
     {
         submit_completion();
     }
-    catch (...)
+    BOOST_CATCH(...)
     {
         if (!ec)
             grant.undelivered(n);
-        throw;
+        BOOST_RETHROW
     }
+    BOOST_CATCH_END
 }
 
 // Completes `handler` without an operation object: for acquires decided at initiation, which
@@ -409,14 +410,15 @@ inline void complete_each(waiter_list& done, relation first) noexcept
     relation how = first;
     while (semaphore_waiter* w = done.pop_front())
     {
-        try
+        BOOST_TRY
         {
             static_cast<acquire_op_base*>(w)->complete(to_error_code(w->outcome), how);
         }
-        catch (...)
+        BOOST_CATCH(...)
         {
             // Already handled as described above; nobody is left to report it to.
         }
+        BOOST_CATCH_END
         how = relation::fork;
     }
     finishing = nullptr;

@@ -115,18 +115,19 @@ void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t
         // cannot be submitted, the permits are back and the exception reaches the caller.
         if (slot.is_connected())
             slot.clear();
-        try
+        BOOST_TRY
         {
             op->complete(result == enqueue_result::granted  ? boost::system::error_code()
                          : result == enqueue_result::closed ? error::closed
                                                             : error::too_many_permits,
                          detail::relation::continuation);
         }
-        catch (...)
+        BOOST_CATCH(...)
         {
             initiated(false);
-            throw;
+            BOOST_RETHROW
         }
+        BOOST_CATCH_END
     }
     initiated(result == enqueue_result::queued);
 }
