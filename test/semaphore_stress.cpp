@@ -3,6 +3,8 @@
 
 #include <asio_sync/semaphore.hpp>
 
+#include "support/sanitizers.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -37,16 +39,9 @@
 namespace asio = boost::asio;
 using boost::system::error_code;
 using namespace std::chrono_literals;
+using asio_sync::test::under_tsan;
 
 namespace {
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool under_tsan = true;
-#elif defined(__has_feature)
-constexpr bool under_tsan = __has_feature(thread_sanitizer);
-#else
-constexpr bool under_tsan = false;
-#endif
 
 long env_or(const char* name, long fallback)
 {
@@ -964,41 +959,6 @@ BOOST_AUTO_TEST_CASE(a_bounded_semaphore_never_exceeds_its_bound)
             BOOST_TEST(!sem.try_release(1));
         }
     }
-}
-
-// The internal lock: threads that increment a plain counter under it, more of them than there
-// are cores so that holders get preempted while others wait, lose no increment (and the
-// ThreadSanitizer build sees no race), and try_lock never succeeds while it is held.
-BOOST_AUTO_TEST_CASE(the_internal_lock_excludes)
-{
-    asio_sync::detail::spin_mutex lock;
-    long counter = 0;
-    const unsigned threads = std::max(4u, 2 * std::thread::hardware_concurrency());
-    const long per_thread = under_tsan ? 2000 : 100000;
-    {
-        std::vector<std::jthread> team;
-        for (unsigned t = 0; t < threads; ++t)
-            team.emplace_back([&] {
-                for (long i = 0; i < per_thread; ++i)
-                {
-                    if (i % 16 == 0 && lock.try_lock())
-                    {
-                        ++counter;
-                        lock.unlock();
-                        continue;
-                    }
-                    lock.lock();
-                    ++counter;
-                    lock.unlock();
-                }
-            });
-    }
-    BOOST_TEST(counter == long(threads) * per_thread);
-    lock.lock();
-    BOOST_TEST(!lock.try_lock());
-    lock.unlock();
-    BOOST_TEST(lock.try_lock());
-    lock.unlock();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,7 @@
 #ifndef ASIO_SYNC_DETAIL_SEMAPHORE_CORE_HPP
 #define ASIO_SYNC_DETAIL_SEMAPHORE_CORE_HPP
 
-#include <asio_sync/detail/spin_mutex.hpp>
+#include <asio_sync/detail/adaptive_mutex.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 
 #include <boost/config.hpp>
@@ -16,7 +16,7 @@
 namespace asio_sync::detail {
 
 // The semaphore algorithm, free of Asio. The atomic and mutex types are parameters so that a test
-// scheduler can run it one shared-memory step at a time; production uses std::atomic and spin_mutex.
+// scheduler can run it one shared-memory step at a time; production uses std::atomic and adaptive_mutex.
 //
 // State: one atomic word `state_` = (permits << 2) | divert_flag | closed_flag, a mutex, a FIFO
 // list of waiters and a debt (permits owed after reduce_permits). Invariants:
@@ -39,7 +39,7 @@ namespace asio_sync::detail {
 //
 // Functions that complete waiters move them to a caller-provided `waiter_list`; the caller finishes
 // them after the mutex is released.
-template <template <class> class Atomic = std::atomic, class Mutex = spin_mutex>
+template <template <class> class Atomic = std::atomic, class Mutex = adaptive_mutex>
 class semaphore_core
 {
 public:
