@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // Heap allocations and bytes per operation for each asynchronous operation of ours, on one
 // thread. Every handler carries a counting allocator (bound with bind_allocator), so the counters
 // separate what the operation takes from the handler's allocator, which is the operation itself

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // Contended costs: `tasks` coroutines on an io_context run by `threads` threads share `permits`
 // permits, and each does `rounds` acquire+release pairs with nothing in between (zero hold time),
 // so the figure is the synchronisation alone. The references, run in the same binary with the

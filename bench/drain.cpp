@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // A long queue drained: 1,000,000 callbacks wait on a semaphore with no free permit, then one
 // release starts a chain in which every woken handler releases the permit it was given, handing
 // it to the next waiter. The time column is the time per hand-off (one release that wakes a

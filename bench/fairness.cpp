@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // How the contended semaphore spreads its grants, next to its speed: `tasks` coroutines on an
 // io_context run by two threads share `permits` permits with zero hold time, as in
 // contended.cpp, and every grant is logged in the order the coroutines resume. The counters:

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // Contended lock costs, against the blocking locks of the standard library doing the same work.
 //
 // mutex: `tasks` coroutines on an io_context run by `threads` threads each do `rounds`

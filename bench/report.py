@@ -1,4 +1,9 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 The asio_sync authors
+#
+# Distributed under the Boost Software License, Version 1.0. (See accompanying
+# file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 """Turns the output of one bench/compare run into a table and a chart.
 
 Reads every Google Benchmark JSON file (cpp-*.json) and every Tokio JSON file (tokio-*.json) in

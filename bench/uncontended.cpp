@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // Uncontended costs: one thread, one permit, nobody waits. Each operation of ours runs next to the
 // reference it is built from, in the same binary and the same run, because only the ratio carries
 // over from one machine (or one load) to another.

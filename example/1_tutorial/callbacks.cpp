@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // Tutorial 1: acquire and release with completion handlers (callbacks).
 //
 // A semaphore holds a number of permits. async_acquire(handler) asks for one; the handler runs

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // Tutorial 2: acquire and release in C++20 coroutines, with boost::asio::use_awaitable.
 //
 // With use_awaitable as the completion token, `co_await sem.async_acquire(use_awaitable)`

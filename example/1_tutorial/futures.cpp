@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // Tutorial 3: using the semaphore from plain threads, with boost::asio::use_future.
 //
 // With use_future as the completion token, async_acquire returns a std::future<void>. A thread

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // Tutorial 4: waiting for a permit with a time limit, and the `acquire || timer` trap.
 //
 // async_acquire_for(n, timeout, token) is async_acquire with a deadline. If the permits have not

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // token_bucket: a token-bucket rate limiter built on a bounded asio_sync::semaphore.
 //
 // The bucket is a semaphore whose bound is the burst size, and it starts full. A request takes a

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // A worker pool on boost::asio::thread_pool whose concurrency is bounded by a semaphore.
 //
 // The pool has more threads than the jobs may use at once: the jobs touch a resource that can

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // libFuzzer target: runs byte-decoded sequences of operations on one or two
 // asio_sync::basic_semaphore objects (bounded or not), and the permit objects they hand out,
 // single-threaded on a manual executor, and compares every observable result with a sequential

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // Built with -fno-exceptions (and so BOOST_NO_EXCEPTIONS): every public header compiles, and the
 // operations below instantiate the function templates that handle errors, since a template body
 // is only checked for `try` and `throw` once instantiated. The library then reports errors through

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 //! The reference side of bench/uncontended.cpp, bench/contended.cpp, bench/locks.cpp and
 //! bench/drain.cpp on Tokio: the same scenarios (task counts, permits, worker threads, operations
 //! per task, queued waiters) with tokio::sync's Semaphore, Mutex and RwLock, so that the C++

@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // connection_limit: a TCP server that accepts every connection but serves at most K at once.
 //
 // Each accepted connection becomes a session that waits, in FIFO order, for one of the K permits

@@ -1,4 +1,9 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The asio_sync authors
+#
+# Distributed under the Boost Software License, Version 1.0. (See accompanying
+# file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 # Puts http_limit under load with wrk, once with its limits and once without (--no-limit), and
 # prints wrk's throughput and latency for both, next to the server's own summary.
 #

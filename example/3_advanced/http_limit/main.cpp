@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // http_limit: an HTTP server (Boost.Beast) that caps the requests in flight per client and in
 // total, and sheds the excess with 503 Service Unavailable instead of letting queues grow.
 //

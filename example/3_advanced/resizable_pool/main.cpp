@@ -1,3 +1,8 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
 // resizable_pool: a worker pool whose concurrency limit is raised and lowered while work runs.
 //
 // Jobs run on a boost::asio::thread_pool. Before each job a worker takes one permit of a bounded
