@@ -11,6 +11,7 @@
 #include <asio_sync/shared_mutex.hpp>
 
 #include "support/fault_injection.hpp"
+#include "support/replaced_new.hpp"
 
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -43,63 +44,18 @@ using asio_sync::test::tracked_handler;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ASIO_SYNC_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define ASIO_SYNC_TEST_SANITIZED 1
-#endif
-#endif
-
 namespace {
 
 fault_plan* operator_new_plan = nullptr;
 
+bool fail_as_planned() noexcept
+{
+    return operator_new_plan && operator_new_plan->fail_next();
+}
+
+const asio_sync::test::operator_new_hook failing_operator_new(&fail_as_planned);
+
 } // namespace
-
-#ifndef ASIO_SYNC_TEST_SANITIZED
-// The replacements pair malloc with free; optimising g++ sees the replaced operator delete inlined
-// as free() after a new-expression and warns, wrongly here.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-void* operator new(std::size_t size)
-{
-    if (operator_new_plan && operator_new_plan->fail_next())
-        throw std::bad_alloc();
-    if (void* p = std::malloc(size ? size : 1))
-        return p;
-    throw std::bad_alloc();
-}
-
-void* operator new(std::size_t size, std::align_val_t align)
-{
-    if (operator_new_plan && operator_new_plan->fail_next())
-        throw std::bad_alloc();
-    const std::size_t a = static_cast<std::size_t>(align);
-    if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a))
-        return p;
-    throw std::bad_alloc();
-}
-
-void operator delete(void* p) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept
-{
-    std::free(p);
-}
-#endif
 
 namespace {
 
