@@ -622,8 +622,7 @@ private:
         initiate_async_acquire<Grant, Timeout> initiation(this, grant, timeout);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
         if constexpr (!std::is_void_v<detail::awaitable_executor_t<Token>>)
-            return detail::acquire_awaitable<Signature, std::decay_t<Token>>(impl_.core, n, grant,
-                                                                             initiation);
+            return detail::acquire_awaitable<Signature, std::decay_t<Token>>(n, initiation);
         else
 #endif
             return boost::asio::async_initiate<Token, Signature>(initiation, token, n);

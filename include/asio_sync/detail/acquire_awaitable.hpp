@@ -96,20 +96,23 @@ using awaitable_value_t = decltype(awaitable_token<Token>::value(
 // runs as an async operation awaited in this frame, with the coroutine suspended first, as
 // use_awaitable does. Once the budget is spent, the coroutine first yields (a plain post) and
 // only then tries: it holds no permit while other handlers run, which would make the acquires of
-// other coroutines queue behind it.
-template <class Signature, class Token, class Core, class Grant, class Initiation>
-boost::asio::awaitable<awaitable_value_t<Token, Grant>, typename awaitable_token<Token>::executor>
-acquire_awaitable(Core& core, std::size_t n, Grant grant, Initiation initiation)
+// other coroutines queue behind it. The initiation carries the semaphore and the grant, so the
+// frame holds each once.
+template <class Signature, class Token, class Initiation>
+boost::asio::awaitable<awaitable_value_t<Token, typename Initiation::grant_type>,
+                       typename awaitable_token<Token>::executor>
+acquire_awaitable(std::size_t n, Initiation initiation)
 {
+    using Grant = typename Initiation::grant_type;
     if (immediate_acquires_in_a_row() >= immediate_acquire_budget)
     {
         immediate_acquires_in_a_row() = 0;
         co_await boost::asio::post(co_await boost::asio::this_coro::executor, boost::asio::deferred);
     }
-    if (core.try_acquire(n, Grant::to_permit))
+    if (initiation.core().try_acquire(n, Grant::to_permit))
     {
         ++immediate_acquires_in_a_row();
-        co_return awaitable_token<Token>::value(grant(boost::system::error_code()));
+        co_return awaitable_token<Token>::value(initiation.grant()(boost::system::error_code()));
     }
     immediate_acquires_in_a_row() = 0; // the acquire below suspends
     auto deferred = awaitable_token<Token>::deferred();

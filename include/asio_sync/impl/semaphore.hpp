@@ -23,6 +23,7 @@ class basic_semaphore<Executor>::initiate_async_acquire
 {
 public:
     using executor_type = Executor;
+    using grant_type = Grant;
 
     initiate_async_acquire(basic_semaphore* self, const Grant& grant, Timeout timeout) noexcept
         : self_(self), grant_(grant), timeout_(timeout)
@@ -30,6 +31,10 @@ public:
     }
 
     const executor_type& get_executor() const noexcept { return self_->get_executor(); }
+
+    detail::semaphore_core<>& core() const noexcept { return self_->impl_.core; }
+
+    const Grant& grant() const noexcept { return grant_; }
 
     template <class Handler>
     void operator()(Handler&& handler, std::size_t n) const
