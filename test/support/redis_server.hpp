@@ -1,0 +1,321 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_TEST_SUPPORT_REDIS_SERVER_HPP
+#define ASIO_SYNC_TEST_SUPPORT_REDIS_SERVER_HPP
+
+// A real redis-server (found on PATH) for one test: its own free loopback port and temporary
+// directory, started on construction and stopped, with the directory removed, on destruction. The
+// server is also killed by the kernel if the thread that started it dies (PR_SET_PDEATHSIG), so a
+// crashed test leaves nothing running. It can be stopped, killed, paused and started again on the
+// same port and directory, for fault tests.
+
+#include <hiredis/hiredis.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace asio_sync::test {
+
+class redis_server
+{
+public:
+    struct options
+    {
+        bool append_only = false;            // AOF on, appendfsync always: a restart keeps every write
+        std::string password;                // requirepass, when not empty
+        std::vector<std::string> extra_args; // more redis-server options, e.g. {"--maxclients", "64"}
+    };
+
+    redis_server() : redis_server(options()) {}
+
+    explicit redis_server(options opts) : options_(std::move(opts)), dir_(make_temp_dir())
+    {
+        // Another process may take the free port before the server binds it: try a few.
+        for (int attempt = 1;; ++attempt)
+        {
+            port_ = free_port();
+            try
+            {
+                start();
+                return;
+            }
+            catch (const std::exception&)
+            {
+                if (attempt == 5)
+                {
+                    std::error_code ignored;
+                    std::filesystem::remove_all(dir_, ignored);
+                    throw;
+                }
+            }
+        }
+    }
+
+    redis_server(const redis_server&) = delete;
+    redis_server& operator=(const redis_server&) = delete;
+
+    ~redis_server()
+    {
+        stop();
+        std::error_code ignored;
+        std::filesystem::remove_all(dir_, ignored);
+    }
+
+    const char* host() const noexcept { return "127.0.0.1"; }
+    std::uint16_t port() const noexcept { return port_; }
+    const std::filesystem::path& dir() const noexcept { return dir_; }
+    pid_t pid() const noexcept { return pid_; }
+    bool running() const noexcept { return pid_ > 0; }
+
+    // Starts the server (again) on the same port and directory, and waits until it answers PING.
+    void start()
+    {
+        if (running())
+            throw std::logic_error("redis_server: already running");
+        std::vector<std::string> args{"redis-server",
+                                      "--port",
+                                      std::to_string(port_),
+                                      "--bind",
+                                      "127.0.0.1",
+                                      "--dir",
+                                      dir_.string(),
+                                      "--logfile",
+                                      (dir_ / "redis.log").string(),
+                                      "--daemonize",
+                                      "no",
+                                      "--save",
+                                      "",
+                                      "--enable-debug-command",
+                                      "yes",
+                                      "--appendonly",
+                                      options_.append_only ? "yes" : "no",
+                                      "--appendfsync",
+                                      "always"};
+        if (!options_.password.empty())
+            args.insert(args.end(), {"--requirepass", options_.password});
+        args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+
+        std::vector<char*> argv;
+        for (std::string& a : args)
+            argv.push_back(a.data());
+        argv.push_back(nullptr);
+
+        const pid_t parent = ::getpid();
+        const pid_t child = ::fork();
+        if (child < 0)
+            throw std::runtime_error("redis_server: fork failed");
+        if (child == 0)
+        {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != parent) // the parent died before prctl
+                ::_exit(127);
+            ::execvp("redis-server", argv.data());
+            ::_exit(127);
+        }
+        pid_ = child;
+        wait_until_ready();
+    }
+
+    // Stops the server as an operator would (SIGTERM: it finishes its AOF writes), and waits.
+    void stop() { end(SIGTERM); }
+
+    // Kills the server at once (SIGKILL), as a crash would, and waits.
+    void kill() { end(SIGKILL); }
+
+    // Freezes and thaws the server (SIGSTOP / SIGCONT): connections stay open, nothing is answered.
+    void pause() const { signal(SIGSTOP); }
+    void resume() const { signal(SIGCONT); }
+
+    // Runs one command on a connection of its own and returns the reply as text (an integer as its
+    // decimal form, nil as "(nil)", an array as its elements joined by '\n'). An error reply
+    // throws. For test set-up and checks, outside the code under test.
+    std::string command(const std::vector<std::string>& args) const
+    {
+        std::unique_ptr<redisContext, void (*)(redisContext*)> ctx(connect(std::chrono::seconds(5)),
+                                                                   &redisFree);
+        if (!ctx)
+            throw std::runtime_error("redis_server: cannot connect for a command");
+        std::vector<const char*> argv;
+        std::vector<std::size_t> lengths;
+        for (const std::string& a : args)
+        {
+            argv.push_back(a.data());
+            lengths.push_back(a.size());
+        }
+        std::unique_ptr<redisReply, void (*)(void*)> reply(
+            static_cast<redisReply*>(
+                redisCommandArgv(ctx.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())),
+            &freeReplyObject);
+        if (!reply)
+            throw std::runtime_error(std::string("redis_server: command failed: ") + ctx->errstr);
+        if (reply->type == REDIS_REPLY_ERROR)
+            throw std::runtime_error("redis_server: " + std::string(reply->str, reply->len));
+        return to_text(*reply);
+    }
+
+    // The server's log, for a failure message.
+    std::string log() const
+    {
+        std::ifstream in(dir_ / "redis.log");
+        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+
+private:
+    static std::filesystem::path make_temp_dir()
+    {
+        std::string pattern = (std::filesystem::temp_directory_path() / "asio_sync_redis_XXXXXX").string();
+        if (!::mkdtemp(pattern.data()))
+            throw std::runtime_error("redis_server: cannot create a temporary directory");
+        return pattern;
+    }
+
+    // A port the kernel just handed out on the loopback interface, so free an instant ago.
+    static std::uint16_t free_port()
+    {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0)
+            throw std::runtime_error("redis_server: socket failed");
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = 0;
+        socklen_t len = sizeof addr;
+        const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+        ::close(fd);
+        if (!ok)
+            throw std::runtime_error("redis_server: no free port");
+        return ntohs(addr.sin_port);
+    }
+
+    redisContext* connect(std::chrono::milliseconds timeout) const
+    {
+        const auto ms = timeout.count();
+        const timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+        redisContext* ctx = redisConnectWithTimeout(host(), port_, tv);
+        if (ctx && ctx->err)
+        {
+            redisFree(ctx);
+            return nullptr;
+        }
+        if (ctx && !options_.password.empty())
+        {
+            auto* auth = static_cast<redisReply*>(redisCommand(ctx, "AUTH %s", options_.password.c_str()));
+            const bool ok = auth && auth->type != REDIS_REPLY_ERROR;
+            if (auth)
+                freeReplyObject(auth);
+            if (!ok)
+            {
+                redisFree(ctx);
+                return nullptr;
+            }
+        }
+        return ctx;
+    }
+
+    void wait_until_ready()
+    {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (std::chrono::steady_clock::now() < deadline)
+        {
+            int status = 0;
+            if (::waitpid(pid_, &status, WNOHANG) == pid_)
+            {
+                pid_ = -1;
+                throw std::runtime_error("redis_server: redis-server exited at start (is it on PATH?)\n" +
+                                         log());
+            }
+            if (redisContext* ctx = connect(std::chrono::milliseconds(200)))
+            {
+                auto* pong = static_cast<redisReply*>(redisCommand(ctx, "PING"));
+                // Loading an AOF answers -LOADING until done.
+                const bool ready = pong && pong->type == REDIS_REPLY_STATUS;
+                if (pong)
+                    freeReplyObject(pong);
+                redisFree(ctx);
+                if (ready)
+                    return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        end(SIGKILL);
+        throw std::runtime_error("redis_server: not ready after 20 s\n" + log());
+    }
+
+    void signal(int sig) const
+    {
+        if (running())
+            ::kill(pid_, sig);
+    }
+
+    void end(int sig)
+    {
+        if (!running())
+            return;
+        ::kill(pid_, SIGCONT); // a paused server cannot act on SIGTERM
+        ::kill(pid_, sig);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        int status = 0;
+        while (::waitpid(pid_, &status, WNOHANG) == 0)
+        {
+            if (std::chrono::steady_clock::now() > deadline)
+            {
+                ::kill(pid_, SIGKILL);
+                ::waitpid(pid_, &status, 0);
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        pid_ = -1;
+    }
+
+    static std::string to_text(const redisReply& reply)
+    {
+        switch (reply.type)
+        {
+        case REDIS_REPLY_INTEGER:
+            return std::to_string(reply.integer);
+        case REDIS_REPLY_NIL:
+            return "(nil)";
+        case REDIS_REPLY_ARRAY:
+        {
+            std::string text;
+            for (std::size_t i = 0; i < reply.elements; ++i)
+                text += (i ? "\n" : "") + to_text(*reply.element[i]);
+            return text;
+        }
+        default:
+            return std::string(reply.str, reply.len);
+        }
+    }
+
+    options options_;
+    std::filesystem::path dir_;
+    std::uint16_t port_ = 0;
+    pid_t pid_ = -1;
+};
+
+} // namespace asio_sync::test
+
+#endif // ASIO_SYNC_TEST_SUPPORT_REDIS_SERVER_HPP
