@@ -91,21 +91,6 @@ local function argument_error(what)
     return redis.error_reply('ASIO_SYNC_ARGUMENT ' .. what)
 end
 
-local function malformed(keys, args, arg_count)
-    if #keys ~= key_count then
-        return argument_error('expected ' .. key_count .. ' keys')
-    end
-    if #args ~= arg_count then
-        return argument_error('expected ' .. arg_count .. ' arguments')
-    end
-    for _, arg in ipairs(args) do
-        if arg == '' then
-            return argument_error('empty argument')
-        end
-    end
-    return nil
-end
-
 -- Reads every key with a command of its type before anything is written: a key of another type
 -- fails the call with Redis' own WRONGTYPE error and changes nothing.
 local function probe(keys)
@@ -116,6 +101,27 @@ local function probe(keys)
     redis.call('ZCARD', keys[WAITER_DEADLINES])
     redis.call('HLEN', keys[WAITER_REQUESTS])
     redis.call('GET', keys[SEQ])
+end
+
+-- Registers a function that first checks the counts of keys and arguments, refuses an empty
+-- argument, and probes the keys' types.
+local function register(name, arg_count, body, flags)
+    local function checked(keys, args)
+        if #keys ~= key_count then
+            return argument_error('expected ' .. key_count .. ' keys')
+        end
+        if #args ~= arg_count then
+            return argument_error('expected ' .. arg_count .. ' arguments')
+        end
+        for _, arg in ipairs(args) do
+            if arg == '' then
+                return argument_error('empty argument')
+            end
+        end
+        probe(keys)
+        return body(keys, args)
+    end
+    redis.register_function{function_name = 'asio_sync_v1_' .. name, callback = checked, flags = flags}
 end
 
 -- Server milliseconds, read once per call: on Redis 7.0 TIME moves during a script.
@@ -266,10 +272,6 @@ local function begin(keys, id)
 end
 
 local function acquire(keys, args)
-    local err = malformed(keys, args, 6)
-    if err then
-        return err
-    end
     local channel, id, mode = args[1], args[2], args[6]
     local n, capacity, lease = positive(args[3]), positive(args[4]), positive(args[5])
     if not (n and capacity and lease) then
@@ -278,7 +280,6 @@ local function acquire(keys, args)
     if mode ~= 'wait' and mode ~= 'try' then
         return argument_error('mode must be wait or try')
     end
-    probe(keys)
     local declared = tonumber(redis.call('HGET', keys[META], 'capacity'))
     if declared and declared ~= capacity then
         return redis.error_reply('ASIO_SYNC_CAPACITY ' .. decimal(declared))
@@ -311,15 +312,10 @@ local function acquire(keys, args)
 end
 
 local function renew(keys, args)
-    local err = malformed(keys, args, 3)
-    if err then
-        return err
-    end
     local channel, id, lease = args[1], args[2], positive(args[3])
     if not lease then
         return argument_error('lease_ms must be a positive integer')
     end
-    probe(keys)
     local now, budget = begin(keys, id)
     serve(keys, channel, now, budget)
     local deadline = decimal(now + lease)
@@ -337,12 +333,7 @@ local function renew(keys, args)
 end
 
 local function release(keys, args)
-    local err = malformed(keys, args, 2)
-    if err then
-        return err
-    end
     local channel, id = args[1], args[2]
-    probe(keys)
     local now, budget = begin(keys, id)
     local reply = {'lost'}
     local n = remove_holder(keys, id)
@@ -358,12 +349,7 @@ local function release(keys, args)
 end
 
 local function status(keys, args)
-    local err = malformed(keys, args, 1)
-    if err then
-        return err
-    end
     local id = args[1]
-    probe(keys)
     local deadline = redis.call('ZSCORE', keys[HOLDERS], id) or redis.call('ZSCORE', keys[WAITER_DEADLINES], id)
     if deadline and tonumber(deadline) > now_ms() then
         return state(keys, id)
@@ -372,11 +358,6 @@ local function status(keys, args)
 end
 
 local function check(keys, args)
-    local err = malformed(keys, args, 0)
-    if err then
-        return err
-    end
-    probe(keys)
     local function broken(what)
         return redis.error_reply('ASIO_SYNC_INVARIANT ' .. what)
     end
@@ -463,11 +444,11 @@ local function check(keys, args)
     return {'ok', used, holder_count, waiter_count}
 end
 
-redis.register_function('asio_sync_v1_acquire', acquire)
-redis.register_function('asio_sync_v1_renew', renew)
-redis.register_function('asio_sync_v1_release', release)
-redis.register_function{function_name = 'asio_sync_v1_status', callback = status, flags = {'no-writes'}}
-redis.register_function{function_name = 'asio_sync_v1_check', callback = check, flags = {'no-writes'}}
+register('acquire', 6, acquire, {})
+register('renew', 3, renew, {})
+register('release', 2, release, {})
+register('status', 1, status, {'no-writes'})
+register('check', 0, check, {'no-writes'})
 )lua";
 
 // Keys of one semaphore, in the order the library's functions take them.
