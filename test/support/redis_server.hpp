@@ -147,32 +147,143 @@ public:
     void pause() const { signal(SIGSTOP); }
     void resume() const { signal(SIGCONT); }
 
+    // A reply copied out of hiredis' tree, so that no hiredis object outlives the read.
+    struct reply
+    {
+        enum class kind
+        {
+            string,
+            status,
+            error,
+            integer,
+            nil,
+            array,
+        };
+
+        kind type = kind::nil;
+        std::string text; // string, status and error
+        long long integer = 0;
+        std::vector<reply> elements;
+
+        // An integer as its decimal form, nil as "(nil)", an array as its elements joined by '\n'.
+        std::string to_text() const
+        {
+            switch (type)
+            {
+            case kind::integer:
+                return std::to_string(integer);
+            case kind::nil:
+                return "(nil)";
+            case kind::array:
+            {
+                std::string joined;
+                for (std::size_t i = 0; i < elements.size(); ++i)
+                    joined += (i ? "\n" : "") + elements[i].to_text();
+                return joined;
+            }
+            default:
+                return text;
+            }
+        }
+    };
+
+    // One connection to the server, for many commands in order, or for a subscriber reading the
+    // messages pushed to it. For test set-up and checks, outside the code under test.
+    class client
+    {
+    public:
+        explicit client(const redis_server& server)
+            : ctx_(server.connect(std::chrono::seconds(5)), &redisFree)
+        {
+            if (!ctx_)
+                throw std::runtime_error("redis_server: cannot connect for a command");
+            // A reply or message that never comes fails the test instead of hanging it.
+            redisSetTimeout(ctx_.get(), timeval{10, 0});
+        }
+
+        // Sends one command and returns its reply; an error reply is returned, not thrown.
+        reply execute(const std::vector<std::string>& args)
+        {
+            std::vector<const char*> argv;
+            std::vector<std::size_t> lengths;
+            for (const std::string& a : args)
+            {
+                argv.push_back(a.data());
+                lengths.push_back(a.size());
+            }
+            return take(
+                redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()));
+        }
+
+        // Sends one command and returns its reply as text (reply::to_text); an error reply throws.
+        std::string command(const std::vector<std::string>& args)
+        {
+            reply r = execute(args);
+            if (r.type == reply::kind::error)
+                throw std::runtime_error("redis_server: " + r.text);
+            return r.to_text();
+        }
+
+        // The next reply the server pushes, e.g. a message on a subscribed channel.
+        reply read()
+        {
+            void* raw = nullptr;
+            if (redisGetReply(ctx_.get(), &raw) != REDIS_OK)
+                raw = nullptr;
+            return take(raw);
+        }
+
+    private:
+        reply take(void* raw)
+        {
+            std::unique_ptr<redisReply, void (*)(void*)> owned(static_cast<redisReply*>(raw),
+                                                               &freeReplyObject);
+            if (!owned)
+                throw std::runtime_error(std::string("redis_server: command failed: ") + ctx_->errstr);
+            return copy(*owned);
+        }
+
+        static reply copy(const redisReply& from)
+        {
+            reply to;
+            switch (from.type)
+            {
+            case REDIS_REPLY_STRING:
+                to.type = reply::kind::string;
+                break;
+            case REDIS_REPLY_STATUS:
+                to.type = reply::kind::status;
+                break;
+            case REDIS_REPLY_ERROR:
+                to.type = reply::kind::error;
+                break;
+            case REDIS_REPLY_INTEGER:
+                to.type = reply::kind::integer;
+                to.integer = from.integer;
+                return to;
+            case REDIS_REPLY_ARRAY:
+                to.type = reply::kind::array;
+                for (std::size_t i = 0; i < from.elements; ++i)
+                    to.elements.push_back(copy(*from.element[i]));
+                return to;
+            default:
+                return to;
+            }
+            to.text.assign(from.str, from.len);
+            return to;
+        }
+
+        std::unique_ptr<redisContext, void (*)(redisContext*)> ctx_;
+    };
+
+    // Runs one command on a connection of its own and returns its reply; an error reply is
+    // returned, not thrown.
+    reply execute(const std::vector<std::string>& args) const { return client(*this).execute(args); }
+
     // Runs one command on a connection of its own and returns the reply as text (an integer as its
     // decimal form, nil as "(nil)", an array as its elements joined by '\n'). An error reply
     // throws. For test set-up and checks, outside the code under test.
-    std::string command(const std::vector<std::string>& args) const
-    {
-        std::unique_ptr<redisContext, void (*)(redisContext*)> ctx(connect(std::chrono::seconds(5)),
-                                                                   &redisFree);
-        if (!ctx)
-            throw std::runtime_error("redis_server: cannot connect for a command");
-        std::vector<const char*> argv;
-        std::vector<std::size_t> lengths;
-        for (const std::string& a : args)
-        {
-            argv.push_back(a.data());
-            lengths.push_back(a.size());
-        }
-        std::unique_ptr<redisReply, void (*)(void*)> reply(
-            static_cast<redisReply*>(
-                redisCommandArgv(ctx.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())),
-            &freeReplyObject);
-        if (!reply)
-            throw std::runtime_error(std::string("redis_server: command failed: ") + ctx->errstr);
-        if (reply->type == REDIS_REPLY_ERROR)
-            throw std::runtime_error("redis_server: " + std::string(reply->str, reply->len));
-        return to_text(*reply);
-    }
+    std::string command(const std::vector<std::string>& args) const { return client(*this).command(args); }
 
     // The server's log, for a failure message.
     std::string log() const
@@ -288,26 +399,6 @@ private:
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
         pid_ = -1;
-    }
-
-    static std::string to_text(const redisReply& reply)
-    {
-        switch (reply.type)
-        {
-        case REDIS_REPLY_INTEGER:
-            return std::to_string(reply.integer);
-        case REDIS_REPLY_NIL:
-            return "(nil)";
-        case REDIS_REPLY_ARRAY:
-        {
-            std::string text;
-            for (std::size_t i = 0; i < reply.elements; ++i)
-                text += (i ? "\n" : "") + to_text(*reply.element[i]);
-            return text;
-        }
-        default:
-            return std::string(reply.str, reply.len);
-        }
     }
 
     options options_;

@@ -1,0 +1,573 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_SCRIPT_HPP
+#define ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_SCRIPT_HPP
+
+// The server side of the fleet-wide semaphore: a Redis 7 function library, and the key names and
+// FCALL argument vectors of one semaphore, spelled here once.
+//
+// State of a semaphore named S (every key carries the hash tag {S}, so one cluster slot holds all):
+//   meta     hash: capacity (declared by the first acquire), used, lease (the longest lease seen)
+//   holders  zset: id -> lease deadline (server ms)        hinfo  hash: id -> "<n>:<fence>"
+//   queue    zset: id -> arrival number                    wdl    zset: id -> waiter deadline
+//   wreq     hash: id -> n                                 seq    counter of arrivals and fences
+// seq never expires, so fencing tokens never go backwards; every other key is given a PEXPIRE of
+// twice the longest lease plus a minute at each writing call, so an idle semaphore disappears.
+//
+// Every writing function reads TIME once, removes at most `reap_limit` expired holders and waiters
+// (plus the caller's own id if it has expired), then serves the queue from its head while the head
+// fits (strict FIFO: the first waiter that does not fit stops it). Each grant takes INCR seq as
+// its fence and publishes "<id> <fence> <n>" on the semaphore's channel (fence and n are the last
+// two words, whatever the id holds). A waiter granted keeps its waiter deadline as its lease,
+// which its last renewal set. Ids are chosen by clients and unique, so every call is replayable:
+// the same call again returns the same state. The channel is not a key: the writing functions take
+// it as their first argument, before those listed below; the helpers of semaphore_script pass it.
+//
+// Replies (flat arrays; <fence>, <n>, <position>, <used>, ... are integers):
+//   acquire(id, n, capacity, lease_ms, wait|try)
+//       granted <fence> <n> | queued <position> | busy (try only: queued waiters or no room;
+//       nothing stored). An id already known returns its state, whatever the arguments.
+//   renew(id, lease_ms)  holder: deadline moved, granted <fence> <n>; waiter: deadline moved,
+//       queued <position>, or granted <fence> <n> if it was served; unknown or expired: lost
+//       (nothing is created).
+//   release(id)          released <n> (a holder) | cancelled (a waiter) | lost; then serves.
+//   status(id)           granted <fence> <n> | queued <position> | lost. Read-only (FCALL_RO): an
+//       entry whose deadline has passed says lost before a writing call removes it, and a waiter
+//       that a writing call would serve still says queued.
+//   check()              ok <used> <holders> <queued>, or the error ASIO_SYNC_INVARIANT <what>.
+//       Read-only: used is the sum of the holders' n and at most the capacity, holder and waiter
+//       tables agree, fences and arrivals are unique and at most seq, the queue's head does not
+//       fit (or has expired), every key but seq expires, and none before a live deadline.
+// <position> counts from 1 (the head). Errors, with nothing changed:
+//   ASIO_SYNC_CAPACITY <declared>        acquire declared another capacity than the semaphore's
+//   ASIO_SYNC_TOO_MANY <n> > <capacity>  acquire asked for more permits than the capacity
+//   ASIO_SYNC_ARGUMENT <what>            a malformed call (numbers are positive decimal integers
+//                                        of at most 15 digits; a mode other than wait or try; an
+//                                        empty argument; another count of keys or arguments)
+//   WRONGTYPE ...                        Redis' own error: a key of the semaphore holds another type
+
+#include <boost/throw_exception.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace asio_sync::redis::detail {
+
+// The function library. FUNCTION LOAD REPLACE makes loading it idempotent; functions persist
+// across restarts and replicate, so no call fails with NOSCRIPT as one by SHA would.
+inline constexpr std::string_view semaphore_library = R"lua(#!lua name=asio_sync_v1
+
+local META, HOLDERS, HOLDER_INFO, QUEUE, WAITER_DEADLINES, WAITER_REQUESTS, SEQ = 1, 2, 3, 4, 5, 6, 7
+local key_count = 7
+local reap_limit = 16
+local idle_margin_ms = 60000
+
+-- Lua's tostring drops digits from large numbers.
+local function decimal(x)
+    return string.format('%d', x)
+end
+
+-- A positive integer in decimal digits, small enough for Lua's doubles to hold exactly, or nil.
+local function positive(arg)
+    if type(arg) == 'string' and #arg <= 15 and string.match(arg, '^%d+$') then
+        local value = tonumber(arg)
+        if value >= 1 then
+            return value
+        end
+    end
+    return nil
+end
+
+local function argument_error(what)
+    return redis.error_reply('ASIO_SYNC_ARGUMENT ' .. what)
+end
+
+-- Reads every key with a command of its type before anything is written: a key of another type
+-- fails the call with Redis' own WRONGTYPE error and changes nothing.
+local function probe(keys)
+    redis.call('HGET', keys[META], 'capacity')
+    redis.call('ZCARD', keys[HOLDERS])
+    redis.call('HLEN', keys[HOLDER_INFO])
+    redis.call('ZCARD', keys[QUEUE])
+    redis.call('ZCARD', keys[WAITER_DEADLINES])
+    redis.call('HLEN', keys[WAITER_REQUESTS])
+    redis.call('GET', keys[SEQ])
+end
+
+-- Registers a function that first checks the counts of keys and arguments, refuses an empty
+-- argument, and probes the keys' types.
+local function register(name, arg_count, body, flags)
+    local function checked(keys, args)
+        if #keys ~= key_count then
+            return argument_error('expected ' .. key_count .. ' keys')
+        end
+        if #args ~= arg_count then
+            return argument_error('expected ' .. arg_count .. ' arguments')
+        end
+        for _, arg in ipairs(args) do
+            if arg == '' then
+                return argument_error('empty argument')
+            end
+        end
+        probe(keys)
+        return body(keys, args)
+    end
+    redis.register_function{function_name = 'asio_sync_v1_' .. name, callback = checked, flags = flags}
+end
+
+-- Server milliseconds, read once per call: on Redis 7.0 TIME moves during a script.
+local function now_ms()
+    local time = redis.call('TIME')
+    return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- n and fence of a holder, or nil.
+local function holder_info(keys, id)
+    local info = redis.call('HGET', keys[HOLDER_INFO], id)
+    if not info then
+        return nil
+    end
+    local n, fence = string.match(info, '^(%d+):(%d+)$')
+    return tonumber(n), tonumber(fence)
+end
+
+local function remove_holder(keys, id)
+    local n = holder_info(keys, id)
+    if not n then
+        return nil
+    end
+    redis.call('ZREM', keys[HOLDERS], id)
+    redis.call('HDEL', keys[HOLDER_INFO], id)
+    redis.call('HINCRBY', keys[META], 'used', -n)
+    return n
+end
+
+local function remove_waiter(keys, id)
+    redis.call('ZREM', keys[QUEUE], id)
+    redis.call('ZREM', keys[WAITER_DEADLINES], id)
+    redis.call('HDEL', keys[WAITER_REQUESTS], id)
+end
+
+-- Removes at most reap_limit expired entries, holders first (they free permits); returns how
+-- many more this call may remove.
+local function reap(keys, now)
+    local budget = reap_limit
+    local expired = redis.call('ZRANGEBYSCORE', keys[HOLDERS], '-inf', decimal(now), 'LIMIT', 0, budget)
+    for _, id in ipairs(expired) do
+        remove_holder(keys, id)
+    end
+    budget = budget - #expired
+    if budget > 0 then
+        expired = redis.call('ZRANGEBYSCORE', keys[WAITER_DEADLINES], '-inf', decimal(now), 'LIMIT', 0, budget)
+        for _, id in ipairs(expired) do
+            remove_waiter(keys, id)
+        end
+        budget = budget - #expired
+    end
+    return budget
+end
+
+-- The caller's own entry, if expired, is gone whatever the reaping reached: an expired lease is
+-- never renewed, released or replayed.
+local function drop_if_expired(keys, id, now)
+    local deadline = redis.call('ZSCORE', keys[HOLDERS], id)
+    if deadline and tonumber(deadline) <= now then
+        remove_holder(keys, id)
+    end
+    deadline = redis.call('ZSCORE', keys[WAITER_DEADLINES], id)
+    if deadline and tonumber(deadline) <= now then
+        remove_waiter(keys, id)
+    end
+end
+
+local function grant(keys, channel, id, n, deadline)
+    local fence = redis.call('INCR', keys[SEQ])
+    redis.call('ZADD', keys[HOLDERS], decimal(deadline), id)
+    redis.call('HSET', keys[HOLDER_INFO], id, decimal(n) .. ':' .. decimal(fence))
+    redis.call('HINCRBY', keys[META], 'used', n)
+    redis.call('PUBLISH', channel, id .. ' ' .. decimal(fence) .. ' ' .. decimal(n))
+    return fence
+end
+
+-- Grants the queue from its head while the head fits; an expired head is removed within the
+-- reaping budget.
+local function serve(keys, channel, now, budget)
+    local capacity = tonumber(redis.call('HGET', keys[META], 'capacity'))
+    if not capacity then
+        return
+    end
+    local used = tonumber(redis.call('HGET', keys[META], 'used')) or 0
+    while true do
+        local head = redis.call('ZRANGE', keys[QUEUE], 0, 0)[1]
+        if not head then
+            return
+        end
+        local deadline = tonumber(redis.call('ZSCORE', keys[WAITER_DEADLINES], head))
+        if deadline <= now then
+            if budget == 0 then
+                return
+            end
+            budget = budget - 1
+            remove_waiter(keys, head)
+        else
+            local n = tonumber(redis.call('HGET', keys[WAITER_REQUESTS], head))
+            if used + n > capacity then
+                return
+            end
+            used = used + n
+            remove_waiter(keys, head)
+            grant(keys, channel, head, n, deadline)
+        end
+    end
+end
+
+local function state(keys, id)
+    local n, fence = holder_info(keys, id)
+    if n then
+        return {'granted', fence, n}
+    end
+    local rank = redis.call('ZRANK', keys[QUEUE], id)
+    if rank then
+        return {'queued', rank + 1}
+    end
+    return nil
+end
+
+local function note_lease(keys, lease)
+    if lease > (tonumber(redis.call('HGET', keys[META], 'lease')) or 0) then
+        redis.call('HSET', keys[META], 'lease', decimal(lease))
+    end
+end
+
+local function declare(keys, capacity, lease)
+    redis.call('HSET', keys[META], 'capacity', decimal(capacity))
+    note_lease(keys, lease)
+end
+
+-- Every key but seq outlives the longest lease seen, and an idle semaphore disappears.
+local function keep_alive(keys)
+    local lease = tonumber(redis.call('HGET', keys[META], 'lease'))
+    if lease then
+        local ttl = decimal(2 * lease + idle_margin_ms)
+        for key = META, WAITER_REQUESTS do
+            redis.call('PEXPIRE', keys[key], ttl)
+        end
+    end
+end
+
+local function begin(keys, id)
+    local now = now_ms()
+    local budget = reap(keys, now)
+    drop_if_expired(keys, id, now)
+    return now, budget
+end
+
+local function acquire(keys, args)
+    local channel, id, mode = args[1], args[2], args[6]
+    local n, capacity, lease = positive(args[3]), positive(args[4]), positive(args[5])
+    if not (n and capacity and lease) then
+        return argument_error('n, capacity and lease_ms must be positive integers')
+    end
+    if mode ~= 'wait' and mode ~= 'try' then
+        return argument_error('mode must be wait or try')
+    end
+    local declared = tonumber(redis.call('HGET', keys[META], 'capacity'))
+    if declared and declared ~= capacity then
+        return redis.error_reply('ASIO_SYNC_CAPACITY ' .. decimal(declared))
+    end
+    if n > capacity then
+        return redis.error_reply('ASIO_SYNC_TOO_MANY ' .. decimal(n) .. ' > ' .. decimal(capacity))
+    end
+
+    local now, budget = begin(keys, id)
+    serve(keys, channel, now, budget)
+    local reply = state(keys, id)
+    if not reply then
+        local used = tonumber(redis.call('HGET', keys[META], 'used')) or 0
+        local queued = redis.call('ZCARD', keys[QUEUE])
+        if queued == 0 and used + n <= capacity then
+            declare(keys, capacity, lease)
+            reply = {'granted', grant(keys, channel, id, n, now + lease), n}
+        elseif mode == 'try' then
+            reply = {'busy'}
+        else
+            declare(keys, capacity, lease)
+            redis.call('ZADD', keys[QUEUE], decimal(redis.call('INCR', keys[SEQ])), id)
+            redis.call('ZADD', keys[WAITER_DEADLINES], decimal(now + lease), id)
+            redis.call('HSET', keys[WAITER_REQUESTS], id, decimal(n))
+            reply = {'queued', queued + 1}
+        end
+    end
+    keep_alive(keys)
+    return reply
+end
+
+local function renew(keys, args)
+    local channel, id, lease = args[1], args[2], positive(args[3])
+    if not lease then
+        return argument_error('lease_ms must be a positive integer')
+    end
+    local now, budget = begin(keys, id)
+    serve(keys, channel, now, budget)
+    local deadline = decimal(now + lease)
+    if redis.call('ZSCORE', keys[HOLDERS], id) then
+        redis.call('ZADD', keys[HOLDERS], 'XX', deadline, id)
+    elseif redis.call('ZSCORE', keys[WAITER_DEADLINES], id) then
+        redis.call('ZADD', keys[WAITER_DEADLINES], 'XX', deadline, id)
+    else
+        keep_alive(keys)
+        return {'lost'}
+    end
+    note_lease(keys, lease)
+    keep_alive(keys)
+    return state(keys, id)
+end
+
+local function release(keys, args)
+    local channel, id = args[1], args[2]
+    local now, budget = begin(keys, id)
+    local reply = {'lost'}
+    local n = remove_holder(keys, id)
+    if n then
+        reply = {'released', n}
+    elseif redis.call('ZSCORE', keys[WAITER_DEADLINES], id) then
+        remove_waiter(keys, id)
+        reply = {'cancelled'}
+    end
+    serve(keys, channel, now, budget)
+    keep_alive(keys)
+    return reply
+end
+
+local function status(keys, args)
+    local id = args[1]
+    local deadline = redis.call('ZSCORE', keys[HOLDERS], id) or redis.call('ZSCORE', keys[WAITER_DEADLINES], id)
+    if deadline and tonumber(deadline) > now_ms() then
+        return state(keys, id)
+    end
+    return {'lost'}
+end
+
+local function check(keys, args)
+    local function broken(what)
+        return redis.error_reply('ASIO_SYNC_INVARIANT ' .. what)
+    end
+    local now = now_ms()
+    local capacity = tonumber(redis.call('HGET', keys[META], 'capacity'))
+    local used = tonumber(redis.call('HGET', keys[META], 'used')) or 0
+    local seq = tonumber(redis.call('GET', keys[SEQ])) or 0
+    local holders = redis.call('ZRANGE', keys[HOLDERS], 0, -1, 'WITHSCORES')
+    local waiters = redis.call('ZRANGE', keys[QUEUE], 0, -1, 'WITHSCORES')
+    local holder_count, waiter_count = #holders / 2, #waiters / 2
+    if redis.call('HLEN', keys[HOLDER_INFO]) ~= holder_count then
+        return broken('holders and hinfo differ')
+    end
+    if redis.call('ZCARD', keys[WAITER_DEADLINES]) ~= waiter_count or
+        redis.call('HLEN', keys[WAITER_REQUESTS]) ~= waiter_count then
+        return broken('queue, wdl and wreq differ')
+    end
+    if not capacity then
+        if holder_count + waiter_count > 0 or used ~= 0 then
+            return broken('state without a declared capacity')
+        end
+        capacity = 0
+    end
+
+    local sum, last_deadline, fences = 0, 0, {}
+    for i = 1, #holders, 2 do
+        local n, fence = holder_info(keys, holders[i])
+        if not n then
+            return broken('a holder without hinfo')
+        end
+        if n < 1 or n > capacity then
+            return broken('a holder n out of range')
+        end
+        if fence > seq or fences[fence] then
+            return broken('a fence repeated or beyond seq')
+        end
+        fences[fence] = true
+        sum = sum + n
+        last_deadline = math.max(last_deadline, tonumber(holders[i + 1]))
+    end
+    if sum ~= used then
+        return broken('used is not the sum of the holders')
+    end
+    if used > capacity then
+        return broken('used exceeds the capacity')
+    end
+
+    local last_arrival = 0
+    for i = 1, #waiters, 2 do
+        local id, arrival = waiters[i], tonumber(waiters[i + 1])
+        local deadline = tonumber(redis.call('ZSCORE', keys[WAITER_DEADLINES], id))
+        local n = tonumber(redis.call('HGET', keys[WAITER_REQUESTS], id))
+        if not (deadline and n) then
+            return broken('a queued waiter without wdl or wreq')
+        end
+        if n < 1 or n > capacity then
+            return broken('a waiter n out of range')
+        end
+        if redis.call('ZSCORE', keys[HOLDERS], id) then
+            return broken('a waiter is also a holder')
+        end
+        if arrival <= last_arrival or arrival > seq then
+            return broken('an arrival repeated or beyond seq')
+        end
+        if i == 1 and deadline > now and used + n <= capacity then
+            return broken('the head fits but waits')
+        end
+        last_arrival = arrival
+        last_deadline = math.max(last_deadline, deadline)
+    end
+
+    for key = META, WAITER_REQUESTS do
+        local ttl = redis.call('PTTL', keys[key])
+        if ttl == -1 then
+            return broken('a key without expiry')
+        end
+        if ttl >= 0 and now + ttl < last_deadline then
+            return broken('a key expires before a live deadline')
+        end
+    end
+    if redis.call('PTTL', keys[SEQ]) >= 0 then
+        return broken('seq expires')
+    end
+    return {'ok', used, holder_count, waiter_count}
+end
+
+register('acquire', 6, acquire, {})
+register('renew', 3, renew, {})
+register('release', 2, release, {})
+register('status', 1, status, {'no-writes'})
+register('check', 0, check, {'no-writes'})
+)lua";
+
+// Keys of one semaphore, in the order the library's functions take them.
+enum class semaphore_key
+{
+    meta,
+    holders,
+    holder_info,
+    queue,
+    waiter_deadlines,
+    waiter_requests,
+    seq,
+};
+
+enum class acquire_mode
+{
+    wait,     // queue when it cannot be granted at once
+    try_once, // granted at once or busy, never queued
+};
+
+class semaphore_script
+{
+public:
+    static constexpr std::size_t key_count = 7;
+
+    // Expired entries a call removes at most (besides the caller's own), as in the library.
+    static constexpr std::size_t reap_limit = 16;
+
+    // FUNCTION LOAD REPLACE of the library: run on every connect, idempotent.
+    static std::vector<std::string> load_command()
+    {
+        return {"FUNCTION", "LOAD", "REPLACE", std::string(semaphore_library)};
+    }
+
+    // Names are escaped so that the hash tag is the whole name: '%', '{' and '}' become %25, %7B
+    // and %7D (an injective mapping). An empty name would make an empty tag, which Redis ignores.
+    explicit semaphore_script(std::string_view name)
+    {
+        if (name.empty())
+            boost::throw_exception(
+                std::invalid_argument("asio_sync::redis: a semaphore name must not be empty"));
+        std::string prefix = "asio_sync:{";
+        for (const char c : name)
+        {
+            switch (c)
+            {
+            case '%':
+                prefix += "%25";
+                break;
+            case '{':
+                prefix += "%7B";
+                break;
+            case '}':
+                prefix += "%7D";
+                break;
+            default:
+                prefix += c;
+            }
+        }
+        prefix += "}:";
+        constexpr std::array<std::string_view, key_count> suffixes{"meta", "holders", "hinfo", "queue",
+                                                                   "wdl",  "wreq",    "seq"};
+        keys_.reserve(key_count);
+        for (const std::string_view suffix : suffixes)
+            keys_.push_back(prefix + std::string(suffix));
+        channel_ = prefix + "grants";
+    }
+
+    const std::vector<std::string>& keys() const noexcept { return keys_; }
+    const std::string& key(semaphore_key k) const noexcept { return keys_[static_cast<std::size_t>(k)]; }
+
+    // The pub/sub channel on which each grant is published as "<id> <fence> <n>".
+    const std::string& channel() const noexcept { return channel_; }
+
+    std::vector<std::string> acquire(std::string_view id, std::size_t n, std::size_t capacity,
+                                     std::chrono::milliseconds lease, acquire_mode mode) const
+    {
+        return fcall("FCALL", "asio_sync_v1_acquire",
+                     {channel_, id, std::to_string(n), std::to_string(capacity),
+                      std::to_string(lease.count()), mode == acquire_mode::wait ? "wait" : "try"});
+    }
+
+    std::vector<std::string> renew(std::string_view id, std::chrono::milliseconds lease) const
+    {
+        return fcall("FCALL", "asio_sync_v1_renew", {channel_, id, std::to_string(lease.count())});
+    }
+
+    std::vector<std::string> release(std::string_view id) const
+    {
+        return fcall("FCALL", "asio_sync_v1_release", {channel_, id});
+    }
+
+    // Read-only, so FCALL_RO: a replica may answer it.
+    std::vector<std::string> status(std::string_view id) const
+    {
+        return fcall("FCALL_RO", "asio_sync_v1_status", {id});
+    }
+
+    std::vector<std::string> check() const { return fcall("FCALL_RO", "asio_sync_v1_check", {}); }
+
+private:
+    std::vector<std::string> fcall(std::string_view command, std::string_view function,
+                                   std::initializer_list<std::string_view> args) const
+    {
+        std::vector<std::string> argv;
+        argv.reserve(3 + key_count + args.size());
+        argv.emplace_back(command);
+        argv.emplace_back(function);
+        argv.push_back(std::to_string(key_count));
+        argv.insert(argv.end(), keys_.begin(), keys_.end());
+        for (const std::string_view arg : args)
+            argv.emplace_back(arg);
+        return argv;
+    }
+
+    std::vector<std::string> keys_;
+    std::string channel_;
+};
+
+} // namespace asio_sync::redis::detail
+
+#endif // ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_SCRIPT_HPP
