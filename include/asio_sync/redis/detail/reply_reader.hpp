@@ -70,29 +70,27 @@ private:
         {
         case REDIS_REPLY_STRING:
             to.kind = reply_kind::string;
-            to.text.assign(from.str, from.len);
             break;
         case REDIS_REPLY_STATUS:
             to.kind = reply_kind::status;
-            to.text.assign(from.str, from.len);
             break;
         case REDIS_REPLY_ERROR:
             to.kind = reply_kind::error;
-            to.text.assign(from.str, from.len);
             break;
         case REDIS_REPLY_INTEGER:
             to.kind = reply_kind::integer;
             to.integer = from.integer;
-            break;
+            return to;
         case REDIS_REPLY_ARRAY:
             to.kind = reply_kind::array;
             to.elements.reserve(from.elements);
             for (std::size_t i = 0; i < from.elements; ++i)
                 to.elements.push_back(copy(*from.element[i]));
-            break;
+            return to;
         default: // REDIS_REPLY_NIL
-            break;
+            return to;
         }
+        to.text.assign(from.str, from.len);
         return to;
     }
 
