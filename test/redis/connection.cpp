@@ -585,6 +585,10 @@ BOOST_AUTO_TEST_CASE(connects_through_a_unix_socket)
     const result r = execute(conn, {"CLIENT", "INFO"});
     BOOST_TEST(!r.ec);
     BOOST_TEST(r.reply.text.find("addr=" + path) != std::string::npos);
+
+    // A path longer than a unix socket address can hold is refused at construction.
+    options.unix_socket = "/tmp/" + std::string(200, 'x');
+    BOOST_CHECK_THROW(redis::connection(io.io, options), boost::system::system_error);
 }
 
 BOOST_AUTO_TEST_CASE(connects_over_ipv6)
@@ -600,6 +604,10 @@ BOOST_AUTO_TEST_CASE(connects_over_ipv6)
     const result r = execute(conn, {"CLIENT", "INFO"});
     BOOST_TEST(!r.ec);
     BOOST_TEST(r.reply.text.find("laddr=[::1]:") != std::string::npos);
+
+    options.host = "localhost"; // a name, resolved
+    redis::connection by_name(io.io, options);
+    BOOST_TEST(execute(by_name, {"PING"}).reply.text == "PONG");
 }
 
 BOOST_AUTO_TEST_CASE(a_command_waits_for_an_unreachable_server)
