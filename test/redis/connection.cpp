@@ -901,4 +901,24 @@ BOOST_AUTO_TEST_CASE(destruction_aborts_pending_commands)
     BOOST_TEST(finish(waiting).ec == asio::error::operation_aborted);
 }
 
+BOOST_AUTO_TEST_CASE(context_shutdown_destroys_pending_handlers)
+{
+    redis_server server;
+    server.stop(); // the commands wait
+    int invoked = 0;
+    bool destroyed = false;
+    {
+        asio::io_context io;
+        redis::connection conn(io, options_for(server.port()));
+        auto guard = std::make_shared<asio_sync::test::on_destroy>([&] { destroyed = true; });
+        conn.async_execute({"PING"}, [&invoked, guard](auto, redis::reply) { ++invoked; });
+        guard.reset();
+        io.run_for(20ms); // the command is queued, attempts fail
+        conn.async_execute({"PING"},
+                           [&invoked](auto, redis::reply) { ++invoked; }); // never reaches the queue
+    } // the connection, then the context, without running again
+    BOOST_TEST(invoked == 0);
+    BOOST_TEST(destroyed);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -55,6 +55,26 @@ private:
     formatted_command command_;
 };
 
+// Owns a command until it is handed on: destroys it, without invoking its handler, if it is
+// dropped.
+class command_op_ptr
+{
+public:
+    explicit command_op_ptr(command_op_base* op) noexcept : op_(op) {}
+    command_op_ptr(command_op_ptr&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
+    command_op_ptr& operator=(command_op_ptr&&) = delete;
+    ~command_op_ptr()
+    {
+        if (op_)
+            op_->destroy();
+    }
+
+    command_op_base* release() noexcept { return std::exchange(op_, nullptr); }
+
+private:
+    command_op_base* op_;
+};
+
 // A command with its handler, allocated with the handler's associated allocator. Everything the
 // completion needs is moved out before the operation's memory is freed, and the upcall runs on
 // the handler's executor afterwards.

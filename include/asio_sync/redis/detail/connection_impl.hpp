@@ -99,10 +99,12 @@ public:
     // A fresh identifier for a command, a subscription or a connect listener.
     std::uint64_t new_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
-    // Queues a command; it is written once the command link is ready.
-    void execute(command_op_base* op)
+    // Queues a command; it is written once the command link is ready. Until the strand takes it,
+    // the posted function owns it: it is destroyed if posting throws, or if the context shuts
+    // down first.
+    void execute(command_op_ptr op)
     {
-        run([op](connection_impl& self) { self.enqueue(op); });
+        run([op = std::move(op)](connection_impl& self) mutable { self.enqueue(op.release()); });
     }
 
     // Cancels the command `id`, if it is still queued or awaits its reply.

@@ -71,18 +71,19 @@ void basic_connection<Executor>::start_execute(Handler handler, detail::formatte
 
     const std::uint64_t id = impl_->new_id();
     op_type* op = op_type::create(std::move(handler), executor_, id, std::move(command));
-    auto& slot = op->slot();
+    detail::command_op_ptr owned(op);
+    auto slot = op->slot();
+    if (slot.is_connected())
+        slot.template emplace<detail::command_cancellation>(impl_, id);
     BOOST_TRY
     {
-        if (slot.is_connected())
-            slot.template emplace<detail::command_cancellation>(impl_, id);
-        impl_->execute(op);
+        impl_->execute(std::move(owned));
     }
     BOOST_CATCH(...)
     {
+        // The operation is gone: so must be the cancellation handler that names it.
         if (slot.is_connected())
             slot.clear();
-        op->destroy();
         BOOST_RETHROW
     }
     BOOST_CATCH_END
