@@ -919,6 +919,28 @@ BOOST_AUTO_TEST_CASE(context_shutdown_destroys_pending_handlers)
     } // the connection, then the context, without running again
     BOOST_TEST(invoked == 0);
     BOOST_TEST(destroyed);
+
+    // A command written, awaiting its reply.
+    server.start();
+    destroyed = false;
+    {
+        asio::io_context io;
+        redis::connection conn(io, options_for(server.port()));
+        std::thread runner;
+        {
+            auto work = asio::make_work_guard(io);
+            runner = std::thread([&] { io.run(); });
+            const std::string id = client_id(conn);
+            auto guard = std::make_shared<asio_sync::test::on_destroy>([&] { destroyed = true; });
+            conn.async_execute({"BLPOP", "never", "0"}, [&invoked, guard](auto, redis::reply) { ++invoked; });
+            guard.reset();
+            wait_until_blocked(server, id);
+        }
+        io.stop();
+        runner.join();
+    }
+    BOOST_TEST(invoked == 0);
+    BOOST_TEST(destroyed);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
