@@ -69,6 +69,8 @@ public:
             op_->destroy();
     }
 
+    command_op_base* get() const noexcept { return op_; }
+
     command_op_base* release() noexcept { return std::exchange(op_, nullptr); }
 
 private:

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -104,7 +105,7 @@ public:
     // down first.
     void execute(command_op_ptr op)
     {
-        run([op = std::move(op)](connection_impl& self) mutable { self.enqueue(op.release()); });
+        run([op = std::move(op)](connection_impl& self) mutable { self.enqueue(std::move(op)); });
     }
 
     // Cancels the command `id`, if it is still queued or awaits its reply.
@@ -536,11 +537,12 @@ private:
 
     // ---- commands
 
-    void enqueue(command_op_base* op)
+    void enqueue(command_op_ptr op)
     {
         if (closed_)
-            return complete(op, asio_sync::error::closed, {});
-        queued_.push_back(op);
+            return complete(op.release(), asio_sync::error::closed, {});
+        queued_.push_back(op.get());
+        op.release();
         flush();
     }
 
