@@ -1,0 +1,67 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_REDIS_CONNECTION_OPTIONS_HPP
+#define ASIO_SYNC_REDIS_CONNECTION_OPTIONS_HPP
+
+/// @file
+/// Where and how a Redis connection connects: asio_sync::redis::connection_options.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace asio_sync::redis {
+
+/// Where a `basic_connection` connects, with which credentials, and how it retries.
+///
+/// Every member has a default, so a default-constructed value connects to `127.0.0.1:6379`,
+/// database 0, without `AUTH`.
+struct connection_options
+{
+    /// The server's host name or address, IPv4 or IPv6 (`"localhost"`, `"10.0.0.7"`, `"::1"`).
+    /// A name is resolved on every connection attempt, and each address it resolves to is tried
+    /// in turn. Unused when `unix_socket` is set.
+    std::string host = "127.0.0.1";
+
+    /// The server's TCP port. Unused when `unix_socket` is set.
+    std::uint16_t port = 6379;
+
+    /// The path of the server's unix domain socket (its `unixsocket` setting). When not empty,
+    /// the connection uses it instead of `host` and `port`.
+    std::string unix_socket;
+
+    /// The user for `AUTH user password` (Redis ACLs). Empty: `AUTH password`, as the user
+    /// `default`.
+    std::string user;
+
+    /// The password for `AUTH`. When both `user` and `password` are empty, no `AUTH` is sent.
+    std::string password;
+
+    /// The database the connection selects (`SELECT`) after every connect, when not 0.
+    unsigned database = 0;
+
+    /// The longest one connection attempt may take: resolving the host, connecting, and the
+    /// replies to the set-up commands (`AUTH`, `SELECT`). An attempt that takes longer is
+    /// abandoned, and the next one starts after the reconnect delay.
+    std::chrono::milliseconds connect_timeout{10000};
+
+    /// The delay before the first reconnection attempt after a failure or a dropped link. It
+    /// doubles with each consecutive failure, up to `reconnect_delay_max`, and starts again from
+    /// here once a connection has answered.
+    std::chrono::milliseconds reconnect_delay_min{10};
+
+    /// The longest delay between two connection attempts.
+    std::chrono::milliseconds reconnect_delay_max{2000};
+
+    /// How much of each delay is random, from 0 (none) to 1: a delay `d` becomes a uniform draw
+    /// from `[d * (1 - reconnect_jitter), d]`, so that a fleet of clients does not reconnect in
+    /// step after the server restarts.
+    double reconnect_jitter = 0.5;
+};
+
+} // namespace asio_sync::redis
+
+#endif // ASIO_SYNC_REDIS_CONNECTION_OPTIONS_HPP

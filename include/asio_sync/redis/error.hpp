@@ -1,0 +1,117 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_REDIS_ERROR_HPP
+#define ASIO_SYNC_REDIS_ERROR_HPP
+
+/// @file
+/// Error codes of the Redis components: the asio_sync::redis::error enumeration, its category
+/// and its `error_code` conversion.
+
+#include <boost/system/error_category.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <string>
+#include <type_traits>
+
+namespace asio_sync::redis {
+
+/// Errors reported by the operations of asio_sync::redis, in the category
+/// `asio_sync::redis::error_category()`.
+///
+/// Cancellation and closing are not in this list: a cancelled command, and one still pending
+/// when its connection is closed or destroyed, reports `boost::asio::error::operation_aborted`,
+/// as Asio's own operations do. The values start at 1, so that no value means success, and
+/// compare equal to an `error_code` of their category:
+/// `ec == asio_sync::redis::error::connection_lost`.
+enum class error
+{
+    /// The command was sent, and the connection dropped before its reply arrived (the server
+    /// closed it, the network failed, or the reply could not be parsed). Whether the server ran
+    /// the command is unknown: retry only what is safe to run twice.
+    connection_lost = 1,
+
+    /// The server answered the command with an error reply. The reply passed with this code has
+    /// kind `reply_kind::error` and carries the server's message, such as `WRONGTYPE ...` or
+    /// `ERR unknown command ...`.
+    server_error,
+
+    /// The server refused the connection's credentials (its `AUTH` failed, `WRONGPASS`), or
+    /// demands credentials that were not given (`NOAUTH`). When a connection attempt fails its
+    /// `AUTH`, every command queued at that moment fails with this code, unsent, and the
+    /// connection tries again after its reconnect delay.
+    auth_failed,
+
+    /// The command cannot run on a pipelined connection, because the server would answer it
+    /// with no reply or with more than one (`SUBSCRIBE` and its relatives, `MONITOR`,
+    /// `CLIENT REPLY`). Nothing was sent.
+    unsupported_command,
+};
+
+namespace detail {
+
+class error_category_impl final : public boost::system::error_category
+{
+public:
+    // A fixed 64-bit identifier makes equal categories compare equal across shared libraries.
+    constexpr error_category_impl() noexcept : boost::system::error_category(0x7e3d52c0a9f4b861ULL) {}
+
+    const char* name() const noexcept override { return "asio_sync.redis"; }
+
+    std::string message(int value) const override { return message(value, nullptr, 0); }
+
+    const char* message(int value, char*, std::size_t) const noexcept override
+    {
+        switch (static_cast<error>(value))
+        {
+        case error::connection_lost:
+            return "the connection was lost after the command was sent; its outcome is unknown";
+        case error::server_error:
+            return "the server answered with an error";
+        case error::auth_failed:
+            return "the server refused the credentials";
+        case error::unsupported_command:
+            return "the command cannot run on a pipelined connection";
+        }
+        return "unknown asio_sync.redis error";
+    }
+};
+
+} // namespace detail
+
+/// Returns the category of `asio_sync::redis::error` values, named `"asio_sync.redis"`.
+///
+/// It is a single constant object with a fixed 64-bit identifier, so two copies of the category
+/// (from different shared libraries) compare equal.
+inline const boost::system::error_category& error_category() noexcept
+{
+    static constexpr detail::error_category_impl instance;
+    return instance;
+}
+
+/// Makes an `error_code` from an `asio_sync::redis::error`; found by argument-dependent lookup,
+/// which is how `boost::system::error_code ec = asio_sync::redis::error::server_error;` works.
+///
+/// @param e The error value.
+/// @returns `{static_cast<int>(e), asio_sync::redis::error_category()}`.
+inline boost::system::error_code make_error_code(error e) noexcept
+{
+    return {static_cast<int>(e), error_category()};
+}
+
+} // namespace asio_sync::redis
+
+namespace boost::system {
+
+/// Declares `asio_sync::redis::error` an error-code enumeration, so that its values convert to
+/// `boost::system::error_code` and compare with it.
+template <>
+struct is_error_code_enum<asio_sync::redis::error> : std::true_type
+{
+};
+
+} // namespace boost::system
+
+#endif // ASIO_SYNC_REDIS_ERROR_HPP

@@ -1,0 +1,168 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_TEST_SUPPORT_TCP_PROXY_HPP
+#define ASIO_SYNC_TEST_SUPPORT_TCP_PROXY_HPP
+
+// A TCP proxy on a free loopback port in front of a server on another loopback port, running on
+// a thread of its own, for fault tests. Each connection it accepts is relayed to the server or
+// misbehaves, in the mode its rank was given at construction.
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace asio_sync::test {
+
+class tcp_proxy
+{
+public:
+    enum class mode
+    {
+        forward, // relay both ways
+        silent,  // accept and read, never answer: a server that hangs
+        garbage, // answer the first bytes received with bytes that are not RESP
+        reject,  // close at once
+    };
+
+    // The first connections get the modes of `first`, in order; the others get `others`.
+    explicit tcp_proxy(std::uint16_t target_port, std::vector<mode> first = {}, mode others = mode::forward)
+        : target_(boost::asio::ip::make_address_v4("127.0.0.1"), target_port),
+          acceptor_(io_, {boost::asio::ip::make_address_v4("127.0.0.1"), 0}), first_(std::move(first)),
+          others_(others)
+    {
+        accept();
+        thread_ = std::thread([this] { io_.run(); });
+    }
+
+    tcp_proxy(const tcp_proxy&) = delete;
+    tcp_proxy& operator=(const tcp_proxy&) = delete;
+
+    ~tcp_proxy()
+    {
+        io_.stop();
+        thread_.join();
+    }
+
+    std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+    // How many connections have been accepted so far.
+    std::size_t accepted() const { return accepted_.load(); }
+
+private:
+    using tcp = boost::asio::ip::tcp;
+
+    // Copies what one socket receives to another, until either fails; then closes both.
+    struct pipe : std::enable_shared_from_this<pipe>
+    {
+        pipe(std::shared_ptr<tcp::socket> source, std::shared_ptr<tcp::socket> sink)
+            : from(std::move(source)), to(std::move(sink))
+        {
+        }
+
+        void run()
+        {
+            from->async_read_some(boost::asio::buffer(data),
+                                  [self = shared_from_this()](auto ec, std::size_t n) {
+                                      if (ec)
+                                          return self->close();
+                                      boost::asio::async_write(*self->to, boost::asio::buffer(self->data, n),
+                                                               [self](auto ec2, std::size_t) {
+                                                                   if (ec2)
+                                                                       return self->close();
+                                                                   self->run();
+                                                               });
+                                  });
+        }
+
+        void close()
+        {
+            boost::system::error_code ignored;
+            from->close(ignored);
+            to->close(ignored);
+        }
+
+        std::shared_ptr<tcp::socket> from;
+        std::shared_ptr<tcp::socket> to;
+        std::array<char, 16 * 1024> data{};
+    };
+
+    void accept()
+    {
+        acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+            if (ec)
+                return;
+            const std::size_t rank = accepted_++;
+            serve(std::make_shared<tcp::socket>(std::move(socket)),
+                  rank < first_.size() ? first_[rank] : others_);
+            accept();
+        });
+    }
+
+    void serve(std::shared_ptr<tcp::socket> client, mode m)
+    {
+        switch (m)
+        {
+        case mode::forward:
+        {
+            auto server = std::make_shared<tcp::socket>(io_);
+            server->async_connect(target_, [client, server](boost::system::error_code ec) {
+                if (ec)
+                    return;
+                std::make_shared<pipe>(client, server)->run();
+                std::make_shared<pipe>(server, client)->run();
+            });
+            break;
+        }
+        case mode::silent:
+            discard(client, std::make_shared<std::array<char, 1024>>());
+            break;
+        case mode::garbage:
+        {
+            auto buffer = std::make_shared<std::array<char, 1024>>();
+            client->async_read_some(boost::asio::buffer(*buffer), [client, buffer](auto ec, std::size_t) {
+                if (ec)
+                    return;
+                static constexpr char not_resp[] = "!garbage\r\n";
+                boost::asio::async_write(*client, boost::asio::buffer(not_resp, sizeof not_resp - 1),
+                                         [client, buffer](auto, std::size_t) { discard(client, buffer); });
+            });
+            break;
+        }
+        case mode::reject:
+            break; // the socket closes as `client` goes
+        }
+    }
+
+    static void discard(std::shared_ptr<tcp::socket> client, std::shared_ptr<std::array<char, 1024>> buffer)
+    {
+        client->async_read_some(boost::asio::buffer(*buffer), [client, buffer](auto ec, std::size_t) {
+            if (!ec)
+                discard(client, buffer);
+        });
+    }
+
+    boost::asio::io_context io_;
+    tcp::endpoint target_;
+    tcp::acceptor acceptor_;
+    const std::vector<mode> first_;
+    const mode others_;
+    std::atomic<std::size_t> accepted_{0};
+    std::thread thread_;
+};
+
+} // namespace asio_sync::test
+
+#endif // ASIO_SYNC_TEST_SUPPORT_TCP_PROXY_HPP
