@@ -181,19 +181,11 @@ public:
             return complete(x, waiter_outcome::too_many);
         if (attempt(n, to_permit))
             return complete(x, waiter_outcome::granted);
-        switch (core_.enqueue(x, n))
-        {
-        case Core::enqueue_result::granted:
-            return complete(x, waiter_outcome::granted);
-        case Core::enqueue_result::closed:
-            return complete(x, waiter_outcome::closed);
-        case Core::enqueue_result::too_many:
-            return complete(x, waiter_outcome::too_many);
-        case Core::enqueue_result::queued:
-            x.pending = true;
-            x.ticket = next_ticket_++;
-            return;
-        }
+        const waiter_outcome decided = core_.enqueue(x, n);
+        if (decided != waiter_outcome::pending)
+            return complete(x, decided);
+        x.pending = true;
+        x.ticket = next_ticket_++;
     }
 
     void acquire_permit(waiter& x, std::size_t n) { acquire(x, n, true); }
@@ -1083,8 +1075,6 @@ template <bug Bug>
 class broken_core
 {
 public:
-    using enqueue_result = checked_core::enqueue_result;
-
     explicit broken_core(std::size_t initial) : broken_core(initial, checked_core::max_permits, false) {}
     broken_core(std::size_t initial, std::size_t bound) : broken_core(initial, bound, true) {}
 
@@ -1111,14 +1101,14 @@ public:
         return false;
     }
 
-    enqueue_result enqueue(semaphore_waiter& w, std::size_t n)
+    waiter_outcome enqueue(semaphore_waiter& w, std::size_t n)
     {
         std::lock_guard<dsched::mutex> lock(mutex_);
         std::size_t s = word_.load();
         if (s & closed)
-            return enqueue_result::closed;
+            return waiter_outcome::closed;
         if (n > bound_)
-            return enqueue_result::too_many;
+            return waiter_outcome::too_many;
         std::size_t drained = 0;
         if (!diverting_.load())
             for (;;)
@@ -1129,7 +1119,7 @@ public:
                         continue;
                     if (bounded_ && !w.to_permit)
                         room_.fetch_add(n);
-                    return enqueue_result::granted;
+                    return waiter_outcome::granted;
                 }
                 if (word_.compare_exchange_weak(s, 0))
                 {
@@ -1143,7 +1133,7 @@ public:
         w.queued.store(true);
         ++waiting_;
         diverting_.store(true);
-        return enqueue_result::queued;
+        return waiter_outcome::pending;
     }
 
     bool release(std::size_t n, waiter_list& done)

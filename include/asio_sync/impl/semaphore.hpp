@@ -84,7 +84,6 @@ void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t
     using op_type = std::conditional_t<timed, detail::timed_acquire_op<Handler, Executor, Grant>,
                                        detail::acquire_op<Handler, Executor, Grant>>;
     using cancellation_type = detail::acquire_cancellation<detail::semaphore_core<>>;
-    using enqueue_result = detail::semaphore_core<>::enqueue_result;
 
     // try_acquire(n) has failed: n is more than the counter holds, someone is queued, or closed.
     if (n > impl_.core.capacity())
@@ -118,8 +117,8 @@ void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t
         }
         BOOST_CATCH_END
     }
-    const enqueue_result result = impl_.core.enqueue(*op, n);
-    if (result != enqueue_result::queued)
+    const detail::waiter_outcome decided = impl_.core.enqueue(*op, n);
+    if (decided != detail::waiter_outcome::pending)
     {
         // Decided without queueing: nobody else knows of the operation yet. If its completion
         // cannot be submitted, the permits are back and the exception reaches the caller.
@@ -127,10 +126,7 @@ void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t
             slot.clear();
         BOOST_TRY
         {
-            op->complete(result == enqueue_result::granted  ? boost::system::error_code()
-                         : result == enqueue_result::closed ? error::closed
-                                                            : error::too_many_permits,
-                         detail::relation::continuation);
+            op->complete(detail::to_error_code(decided), detail::relation::continuation);
         }
         BOOST_CATCH(...)
         {
@@ -139,7 +135,7 @@ void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t
         }
         BOOST_CATCH_END
     }
-    initiated(result == enqueue_result::queued);
+    initiated(decided == detail::waiter_outcome::pending);
 }
 
 template <class Executor>
