@@ -266,16 +266,25 @@ BOOST_FORCEINLINE void post_completion(Handler handler, const IoExecutor& io_ex,
     });
 }
 
-// Type-erased face of a queued acquire. `func_` either completes the operation (posting the
-// handler) or, given no error code, destroys it without invoking the handler.
+// Type-erased face of a queued acquire. `func_` does what it is told, as Asio's own operations
+// do: complete the operation (posting the handler) or destroy it without invoking the handler.
 class acquire_op_base : public semaphore_waiter
 {
 public:
-    void complete(boost::system::error_code ec, relation how) { func_(this, &ec, how); }
-    void destroy() { func_(this, nullptr, relation::fork); }
+    enum class action
+    {
+        complete,
+        destroy, // `ec` and `how` are not used
+    };
+
+    void complete(const boost::system::error_code& ec, relation how)
+    {
+        func_(this, action::complete, ec, how);
+    }
+    void destroy() { func_(this, action::destroy, boost::system::error_code(), relation::fork); }
 
 protected:
-    using func_type = void (*)(acquire_op_base*, const boost::system::error_code*, relation);
+    using func_type = void (*)(acquire_op_base*, action, const boost::system::error_code&, relation);
 
     explicit acquire_op_base(func_type func) noexcept : func_(func) {}
     ~acquire_op_base() = default;
@@ -371,14 +380,14 @@ public:
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
 
 private:
-    static void do_func(acquire_op_base* base, const boost::system::error_code* ec, relation how)
+    static void do_func(acquire_op_base* base, action what, const boost::system::error_code& ec, relation how)
     {
         auto* op = static_cast<acquire_op*>(base);
         const std::size_t n = op->granted();
         parts_type parts(std::move(op->parts_));
         deallocate_op(op, parts.get_allocator());
-        if (ec)
-            parts.complete(*ec, how, n);
+        if (what == action::complete)
+            parts.complete(ec, how, n);
     }
 
     parts_type parts_;

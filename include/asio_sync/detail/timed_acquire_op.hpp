@@ -145,7 +145,7 @@ private:
             deallocate_op(this, alloc_);
     }
 
-    static void do_func(acquire_op_base* base, const boost::system::error_code* ec, relation how)
+    static void do_func(acquire_op_base* base, action what, const boost::system::error_code& ec, relation how)
     {
         auto* op = static_cast<timed_acquire_op*>(base);
         const std::size_t n = op->granted();
@@ -153,8 +153,8 @@ private:
         if (op->stage_.exchange(finished, std::memory_order_acq_rel) == timing)
             op->timer_.cancel();
         op->release();
-        if (ec)
-            parts.complete(*ec, how, n);
+        if (what == action::complete)
+            parts.complete(ec, how, n);
     }
 
     parts_type parts_;
