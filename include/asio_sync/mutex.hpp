@@ -9,7 +9,7 @@
 /// @file
 /// The asynchronous mutex: asio_sync::basic_mutex and the asio_sync::mutex alias.
 
-#include <asio_sync/detail/lock_grant.hpp>
+#include <asio_sync/detail/grant.hpp>
 #include <asio_sync/semaphore.hpp>
 
 #include <boost/assert.hpp>

@@ -10,7 +10,7 @@
 /// The asynchronous shared (reader-writer) mutex: asio_sync::basic_shared_mutex and the
 /// asio_sync::shared_mutex alias.
 
-#include <asio_sync/detail/lock_grant.hpp>
+#include <asio_sync/detail/grant.hpp>
 #include <asio_sync/semaphore.hpp>
 
 #include <boost/assert.hpp>
