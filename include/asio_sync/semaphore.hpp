@@ -12,8 +12,8 @@
 
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/plain_grant.hpp>
+#include <asio_sync/detail/semaphore_core.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
-#include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/error.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -627,18 +627,6 @@ private:
 #endif
             return boost::asio::async_initiate<Token, Signature>(initiation, token, n);
     }
-
-    // The immediate grant stays small enough to inline; everything else is start_other_acquire.
-    template <class Handler, class Grant, class Timeout>
-    void start_acquire(Handler handler, std::size_t n, const Grant& grant, Timeout timeout)
-    {
-        if (impl_.core.try_acquire(n, Grant::to_permit))
-            return detail::post_completion(std::move(handler), executor_, grant, {}, n);
-        start_other_acquire(std::move(handler), n, grant, timeout);
-    }
-
-    template <class Handler, class Grant, class Timeout>
-    void start_other_acquire(Handler handler, std::size_t n, const Grant& grant, Timeout timeout);
 
     template <class Rep, class Period>
     static timeout_type to_timeout(const std::chrono::duration<Rep, Period>& timeout);

@@ -13,7 +13,6 @@
 #include <asio_sync/error.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
@@ -159,6 +158,9 @@ public:
 
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
 
+    // The queue side owns the operation alone: the initiator has nothing to let go of.
+    void initiated(bool) noexcept {}
+
 private:
     static void do_func(acquire_op_base* base, action what, const boost::system::error_code& ec, relation how)
     {
@@ -226,33 +228,6 @@ inline void complete_all(waiter_list& done, relation first = relation::fork) noe
     if (!done.empty())
         complete_each(done, first);
 }
-
-// The per-operation cancellation handler, stored in the handler's cancellation slot. It names its
-// waiter through a pointer that the semaphore nulls (under its lock) once the waiter has left the
-// queue, so a cancellation arriving after a grant does nothing: O(1), no search of the queue.
-template <class Core>
-class acquire_cancellation
-{
-public:
-    acquire_cancellation(Core& core, semaphore_waiter* waiter) noexcept : core_(&core), waiter_(waiter) {}
-
-    semaphore_waiter** waiter_ref() noexcept { return &waiter_; }
-
-    void operator()(boost::asio::cancellation_type_t type)
-    {
-        using boost::asio::cancellation_type;
-        if (!(type & (cancellation_type::terminal | cancellation_type::partial | cancellation_type::total)))
-            return;
-        waiter_list done;
-        core_->cancel(&waiter_, waiter_outcome::aborted, done);
-        // The upcall clears the slot, which destroys *this: touch no member from here on.
-        complete_all(done);
-    }
-
-private:
-    Core* core_;
-    semaphore_waiter* waiter_;
-};
 
 } // namespace asio_sync::detail
 

@@ -36,27 +36,29 @@ public:
     using timer_type =
         boost::asio::basic_waitable_timer<clock_type, boost::asio::wait_traits<clock_type>, IoExecutor>;
 
-    timed_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, semaphore_impl& impl)
+    timed_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, semaphore_impl& impl,
+                     clock_type::duration timeout)
         : acquire_op_base(&do_func), parts_(std::move(handler), io_ex, grant), alloc_(parts_.get_allocator()),
-          timer_(io_ex), impl_(&impl), service_(impl.service.load(std::memory_order_acquire))
+          timer_(io_ex), timeout_(timeout), impl_(&impl),
+          service_(impl.service.load(std::memory_order_acquire))
     {
         to_permit = Grant::to_permit;
     }
 
     static timed_acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant,
-                                    semaphore_impl& impl)
+                                    semaphore_impl& impl, clock_type::duration timeout)
     {
         return allocate_op<timed_acquire_op>(get_handler_allocator(handler), std::move(handler), io_ex, grant,
-                                             impl);
+                                             impl, timeout);
     }
 
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
 
     // The initiator's last step: starts the timer if the waiter was queued, then lets go.
-    void initiated(bool was_queued, clock_type::duration timeout)
+    void initiated(bool was_queued)
     {
         if (was_queued)
-            start_timer(timeout);
+            start_timer();
         release();
     }
 
@@ -104,11 +106,11 @@ private:
         allocator_type alloc_;
     };
 
-    void start_timer(clock_type::duration timeout)
+    void start_timer()
     {
         BOOST_TRY
         {
-            timer_.expires_after(timeout);
+            timer_.expires_after(timeout_);
             timer_.async_wait(expiry(this));
         }
         BOOST_CATCH(...)
@@ -160,6 +162,7 @@ private:
     parts_type parts_;
     typename parts_type::allocator_type alloc_;
     timer_type timer_;
+    clock_type::duration timeout_; // counted from when the timer starts
     semaphore_impl* impl_;
     semaphore_service* service_;
     std::atomic<unsigned char> owners_{2}; // the queue side and the initiator
