@@ -10,6 +10,7 @@
 /// The asynchronous counting semaphore: asio_sync::basic_semaphore, its permit objects
 /// (asio_sync::basic_semaphore::permit) and the asio_sync::semaphore alias.
 
+#include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/plain_grant.hpp>
 #include <asio_sync/detail/semaphore_core.hpp>
@@ -31,11 +32,6 @@
 #include <utility>
 
 namespace asio_sync {
-
-template <class Executor>
-class basic_mutex;
-template <class Executor>
-class basic_shared_mutex;
 
 /// An asynchronous counting semaphore for Asio: waits never block a thread.
 ///
@@ -587,10 +583,7 @@ public:
     bool is_closed() const noexcept { return impl_.core.is_closed(); }
 
 private:
-    template <class>
-    friend class basic_mutex;
-    template <class>
-    friend class basic_shared_mutex;
+    friend struct detail::access;
 
     struct no_timeout
     {
@@ -739,7 +732,7 @@ public:
     basic_semaphore& semaphore() const noexcept { return *semaphore_; }
 
 private:
-    friend class basic_semaphore;
+    friend struct detail::access;
 
     permit(basic_semaphore& owner, std::size_t n) noexcept : semaphore_(&owner), count_(n) {}
 

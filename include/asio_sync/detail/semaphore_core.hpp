@@ -279,6 +279,8 @@ public:
     }
 
 private:
+    friend struct access;
+
     static constexpr std::size_t closed_flag = 1;
     static constexpr std::size_t divert_flag = 2;
     static constexpr unsigned shift = 2;

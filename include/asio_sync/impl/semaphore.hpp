@@ -6,6 +6,7 @@
 #ifndef ASIO_SYNC_IMPL_SEMAPHORE_HPP
 #define ASIO_SYNC_IMPL_SEMAPHORE_HPP
 
+#include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
 #include <asio_sync/detail/start_acquire.hpp>
@@ -113,7 +114,7 @@ template <class Executor>
 std::tuple<boost::system::error_code, typename basic_semaphore<Executor>::permit>
 basic_semaphore<Executor>::permit_grant::operator()(boost::system::error_code ec) const
 {
-    return {ec, permit(*semaphore, ec ? 0 : n)};
+    return {ec, detail::access::construct<permit>(*semaphore, ec ? 0 : n)};
 }
 
 template <class Executor>
@@ -121,7 +122,7 @@ auto basic_semaphore<Executor>::try_acquire_permit(std::size_t n) -> std::option
 {
     if (!impl_.core.try_acquire(n, true))
         return std::nullopt;
-    return permit(*this, n);
+    return detail::access::construct<permit>(*this, n);
 }
 
 template <class Executor>
