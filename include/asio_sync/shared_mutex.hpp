@@ -14,12 +14,19 @@
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/semaphore.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/execution_context.hpp>
 #include <boost/assert.hpp>
+#include <boost/system/error_code.hpp>
 #include <boost/throw_exception.hpp>
 
+#include <cstddef>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 namespace asio_sync {
 

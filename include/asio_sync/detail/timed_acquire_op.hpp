@@ -8,12 +8,17 @@
 
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
+#include <asio_sync/detail/submit.hpp>
+#include <asio_sync/detail/waiter_list.hpp>
 
 #include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/wait_traits.hpp>
 #include <boost/core/no_exceptions_support.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <utility>
 
 namespace asio_sync::detail {

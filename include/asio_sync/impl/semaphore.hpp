@@ -8,6 +8,7 @@
 
 #include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/semaphore_core.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
 #include <asio_sync/detail/start_acquire.hpp>
 #include <asio_sync/detail/submit.hpp>
