@@ -121,11 +121,12 @@ void start_other_acquire(Engine& engine, Handler handler, const IoExecutor& io_e
 
 // Starts an acquire of n permits from `engine` for `handler`, whose arguments `grant` makes, with
 // an operation of type Op if it has to wait. The immediate grant stays small enough to inline;
-// everything else is start_other_acquire.
+// everything else is start_other_acquire. Declared inline, as a member defined in its class is:
+// g++ then inlines it into the initiating function, which matters to an immediate acquire.
 template <template <class, class, class> class Op, class Engine, class Handler, class IoExecutor, class Grant,
           class... OpArgs>
-void start_acquire(Engine& engine, Handler handler, const IoExecutor& io_ex, std::size_t n,
-                   const Grant& grant, OpArgs&&... op_args)
+inline void start_acquire(Engine& engine, Handler handler, const IoExecutor& io_ex, std::size_t n,
+                          const Grant& grant, OpArgs&&... op_args)
 {
     if (engine.try_acquire(n, Grant::to_permit))
         return post_completion(std::move(handler), io_ex, grant, {}, n);
