@@ -6,6 +6,7 @@
 #define BOOST_TEST_MODULE semaphore_core
 #include <boost/test/unit_test.hpp>
 
+#include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/semaphore_core.hpp>
 
 #include "support/dsched.hpp"
@@ -41,6 +42,7 @@
 // changed nothing, plus each scenario's own expectations.
 
 namespace dsched = asio_sync::test::dsched;
+using asio_sync::detail::access;
 using asio_sync::detail::semaphore_waiter;
 using asio_sync::detail::waiter_list;
 using asio_sync::detail::waiter_outcome;
@@ -49,55 +51,9 @@ namespace {
 
 using checked_core = asio_sync::detail::semaphore_core<dsched::atomic, dsched::mutex>;
 
-// ---- What the checker reads of the core beyond its interface ----
-
-// The debt, the room under the bound and the state word are private, and the header has no hook
-// for tests: an explicit instantiation may name private members, and the friend it defines hands
-// out the pointer.
-template <class Tag, typename Tag::type Member>
-struct expose
-{
-    friend typename Tag::type member(Tag) noexcept { return Member; }
-};
-
-struct debt_member
-{
-    using type = std::size_t checked_core::*;
-    friend type member(debt_member) noexcept;
-};
-
-struct room_member
-{
-    using type = dsched::atomic<std::size_t> checked_core::*;
-    friend type member(room_member) noexcept;
-};
-
-struct state_member
-{
-    using type = dsched::atomic<std::size_t> checked_core::*;
-    friend type member(state_member) noexcept;
-};
-
-struct mutex_member
-{
-    using type = dsched::mutex checked_core::*;
-    friend type member(mutex_member) noexcept;
-};
-
-struct divert_flag_member
-{
-    using type = const std::size_t*;
-    friend type member(divert_flag_member) noexcept;
-};
-
-template struct expose<debt_member, &checked_core::debt_>;
-template struct expose<room_member, &checked_core::room_>;
-template struct expose<state_member, &checked_core::state_>;
-template struct expose<mutex_member, &checked_core::mutex_>;
-template struct expose<divert_flag_member, &checked_core::divert_flag>;
-
 // The debt, the room a bounded core keeps for plain releases, and a check of the core's own
-// bookkeeping (null when consistent). The broken variants below provide the first two as members.
+// bookkeeping (null when consistent): private state of the real core, read through
+// detail::access. The broken variants below provide the first two as members.
 template <class Core>
 struct probe
 {
@@ -109,13 +65,13 @@ struct probe
 template <>
 struct probe<checked_core>
 {
-    static std::size_t debt(const checked_core& c) { return c.*member(debt_member{}); }
-    static std::size_t room(const checked_core& c) { return (c.*member(room_member{})).load(); }
+    static std::size_t debt(const checked_core& c) { return access::debt(c); }
+    static std::size_t room(const checked_core& c) { return access::room(c).load(); }
 
     static const char* inconsistency(const checked_core& c)
     {
-        const std::size_t state = (c.*member(state_member{})).load();
-        const bool flagged = state & *member(divert_flag_member{});
+        const std::size_t state = access::state(c).load();
+        const bool flagged = state & access::divert_flag<checked_core>();
         const bool diverting = c.waiting() != 0 || debt(c) != 0;
         if (diverting && !flagged)
             return "a waiter is queued or a debt is open, but divert_flag is clear";
@@ -123,7 +79,7 @@ struct probe<checked_core>
             return "permits in the counter while divert_flag is set";
         // Under the mutex the queue may have just emptied or the debt been paid, the flag not yet
         // cleared.
-        if (flagged && !diverting && !(c.*member(mutex_member{})).locked())
+        if (flagged && !diverting && !access::mutex(c).locked())
             return "divert_flag set with nothing to divert, outside the mutex";
         return nullptr;
     }
@@ -181,19 +137,11 @@ public:
             return complete(x, waiter_outcome::too_many);
         if (attempt(n, to_permit))
             return complete(x, waiter_outcome::granted);
-        switch (core_.enqueue(x, n))
-        {
-        case Core::enqueue_result::granted:
-            return complete(x, waiter_outcome::granted);
-        case Core::enqueue_result::closed:
-            return complete(x, waiter_outcome::closed);
-        case Core::enqueue_result::too_many:
-            return complete(x, waiter_outcome::too_many);
-        case Core::enqueue_result::queued:
-            x.pending = true;
-            x.ticket = next_ticket_++;
-            return;
-        }
+        const waiter_outcome decided = core_.enqueue(x, n);
+        if (decided != waiter_outcome::pending)
+            return complete(x, decided);
+        x.pending = true;
+        x.ticket = next_ticket_++;
     }
 
     void acquire_permit(waiter& x, std::size_t n) { acquire(x, n, true); }
@@ -1083,8 +1031,6 @@ template <bug Bug>
 class broken_core
 {
 public:
-    using enqueue_result = checked_core::enqueue_result;
-
     explicit broken_core(std::size_t initial) : broken_core(initial, checked_core::max_permits, false) {}
     broken_core(std::size_t initial, std::size_t bound) : broken_core(initial, bound, true) {}
 
@@ -1111,14 +1057,14 @@ public:
         return false;
     }
 
-    enqueue_result enqueue(semaphore_waiter& w, std::size_t n)
+    waiter_outcome enqueue(semaphore_waiter& w, std::size_t n)
     {
         std::lock_guard<dsched::mutex> lock(mutex_);
         std::size_t s = word_.load();
         if (s & closed)
-            return enqueue_result::closed;
+            return waiter_outcome::closed;
         if (n > bound_)
-            return enqueue_result::too_many;
+            return waiter_outcome::too_many;
         std::size_t drained = 0;
         if (!diverting_.load())
             for (;;)
@@ -1129,7 +1075,7 @@ public:
                         continue;
                     if (bounded_ && !w.to_permit)
                         room_.fetch_add(n);
-                    return enqueue_result::granted;
+                    return waiter_outcome::granted;
                 }
                 if (word_.compare_exchange_weak(s, 0))
                 {
@@ -1143,7 +1089,7 @@ public:
         w.queued.store(true);
         ++waiting_;
         diverting_.store(true);
-        return enqueue_result::queued;
+        return waiter_outcome::pending;
     }
 
     bool release(std::size_t n, waiter_list& done)

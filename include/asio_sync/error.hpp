@@ -13,6 +13,7 @@
 #include <boost/system/error_category.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <cstddef>
 #include <string>
 #include <type_traits>
 

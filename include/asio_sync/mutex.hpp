@@ -9,12 +9,20 @@
 /// @file
 /// The asynchronous mutex: asio_sync::basic_mutex and the asio_sync::mutex alias.
 
-#include <asio_sync/detail/lock_grant.hpp>
+#include <asio_sync/detail/access.hpp>
+#include <asio_sync/detail/grant.hpp>
 #include <asio_sync/semaphore.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/execution_context.hpp>
 #include <boost/assert.hpp>
+#include <boost/system/error_code.hpp>
 
+#include <cstddef>
 #include <mutex>
+#include <type_traits>
+#include <utility>
 
 namespace asio_sync {
 
@@ -169,8 +177,8 @@ public:
     auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         using lock_type = std::unique_lock<basic_mutex>;
-        return semaphore_.template async_acquire_as<void(boost::system::error_code, lock_type)>(
-            1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token));
+        return detail::access::async_acquire_as<void(boost::system::error_code, lock_type)>(
+            semaphore_, 1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token));
     }
 
     /// Locks the mutex if that can be done at once: fails while it is locked or anyone waits.

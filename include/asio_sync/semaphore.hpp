@@ -10,10 +10,11 @@
 /// The asynchronous counting semaphore: asio_sync::basic_semaphore, its permit objects
 /// (asio_sync::basic_semaphore::permit) and the asio_sync::semaphore alias.
 
+#include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/plain_grant.hpp>
+#include <asio_sync/detail/semaphore_core.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
-#include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/error.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -31,11 +32,6 @@
 #include <utility>
 
 namespace asio_sync {
-
-template <class Executor>
-class basic_mutex;
-template <class Executor>
-class basic_shared_mutex;
 
 /// An asynchronous counting semaphore for Asio: waits never block a thread.
 ///
@@ -587,10 +583,7 @@ public:
     bool is_closed() const noexcept { return impl_.core.is_closed(); }
 
 private:
-    template <class>
-    friend class basic_mutex;
-    template <class>
-    friend class basic_shared_mutex;
+    friend struct detail::access;
 
     struct no_timeout
     {
@@ -627,18 +620,6 @@ private:
 #endif
             return boost::asio::async_initiate<Token, Signature>(initiation, token, n);
     }
-
-    // The immediate grant stays small enough to inline; everything else is start_other_acquire.
-    template <class Handler, class Grant, class Timeout>
-    void start_acquire(Handler handler, std::size_t n, const Grant& grant, Timeout timeout)
-    {
-        if (impl_.core.try_acquire(n, Grant::to_permit))
-            return detail::post_completion(std::move(handler), executor_, grant, {}, n);
-        start_other_acquire(std::move(handler), n, grant, timeout);
-    }
-
-    template <class Handler, class Grant, class Timeout>
-    void start_other_acquire(Handler handler, std::size_t n, const Grant& grant, Timeout timeout);
 
     template <class Rep, class Period>
     static timeout_type to_timeout(const std::chrono::duration<Rep, Period>& timeout);
@@ -751,7 +732,7 @@ public:
     basic_semaphore& semaphore() const noexcept { return *semaphore_; }
 
 private:
-    friend class basic_semaphore;
+    friend struct detail::access;
 
     permit(basic_semaphore& owner, std::size_t n) noexcept : semaphore_(&owner), count_(n) {}
 

@@ -10,15 +10,23 @@
 /// The asynchronous shared (reader-writer) mutex: asio_sync::basic_shared_mutex and the
 /// asio_sync::shared_mutex alias.
 
-#include <asio_sync/detail/lock_grant.hpp>
+#include <asio_sync/detail/access.hpp>
+#include <asio_sync/detail/grant.hpp>
 #include <asio_sync/semaphore.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/execution_context.hpp>
 #include <boost/assert.hpp>
+#include <boost/system/error_code.hpp>
 #include <boost/throw_exception.hpp>
 
+#include <cstddef>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 namespace asio_sync {
 
@@ -193,8 +201,9 @@ public:
     auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         using lock_type = std::unique_lock<basic_shared_mutex>;
-        return semaphore_.template async_acquire_as<void(boost::system::error_code, lock_type)>(
-            max_readers_, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token));
+        return detail::access::async_acquire_as<void(boost::system::error_code, lock_type)>(
+            semaphore_, max_readers_, detail::adopt_lock_grant<lock_type>{this},
+            std::forward<LockToken>(token));
     }
 
     /// Takes the exclusive lock if that can be done at once: fails while anyone holds the lock in
@@ -292,8 +301,8 @@ public:
     auto async_scoped_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         using lock_type = std::shared_lock<basic_shared_mutex>;
-        return semaphore_.template async_acquire_as<void(boost::system::error_code, lock_type)>(
-            1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token));
+        return detail::access::async_acquire_as<void(boost::system::error_code, lock_type)>(
+            semaphore_, 1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token));
     }
 
     /// Takes a share of the lock if that can be done at once: fails while a writer holds it,

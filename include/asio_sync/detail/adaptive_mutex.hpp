@@ -15,8 +15,10 @@
 #include <mutex>
 #endif
 
+// _mm_pause comes with SSE2 (xmmintrin.h in g++, emmintrin.h in clang); immintrin.h, which has
+// every extension, takes longer to parse than the rest of the semaphore.
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include <emmintrin.h>
 #endif
 
 namespace asio_sync::detail {

@@ -8,6 +8,8 @@
 
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/semaphore_core.hpp>
+#include <asio_sync/detail/submit.hpp>
+#include <asio_sync/detail/waiter_list.hpp>
 
 #include <boost/system/error_code.hpp>
 
@@ -16,8 +18,8 @@
 
 namespace asio_sync::detail {
 
-// The grant of async_acquire: the handler receives only the error code, and the permits leave
-// circulation (see semaphore_core) until the caller releases them.
+// The grant (see grant.hpp) of async_acquire: the handler receives only the error code, and the
+// permits leave circulation until the caller releases them.
 struct plain_grant
 {
     static constexpr bool to_permit = false;

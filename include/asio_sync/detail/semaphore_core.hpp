@@ -50,14 +50,6 @@ class semaphore_core
 public:
     static constexpr std::size_t max_permits = std::numeric_limits<std::size_t>::max() >> 2;
 
-    enum class enqueue_result
-    {
-        granted, // all n permits taken, the waiter was not queued
-        queued,
-        closed,
-        too_many, // n exceeds a bounded core's capacity
-    };
-
     explicit semaphore_core(std::size_t initial_permits) : semaphore_core(initial_permits, max_permits, false)
     {
     }
@@ -104,14 +96,17 @@ public:
 
     // Slow path of an acquire of 0 < n <= max_permits. Takes the mutex before draining the counter;
     // the waiter keeps what it drained and is queued, unless n permits are there after all.
-    enqueue_result enqueue(semaphore_waiter& w, std::size_t n)
+    // Returns `pending` if the waiter was queued, else the outcome decided at once: `granted` (all
+    // n permits taken), `closed`, or `too_many` (n exceeds a bounded core's capacity). The waiter's
+    // own `outcome` is left alone: only a waiter that leaves the queue gets one.
+    waiter_outcome enqueue(semaphore_waiter& w, std::size_t n)
     {
         std::lock_guard<Mutex> lock(mutex_);
         std::size_t s = state_.load(std::memory_order_relaxed);
         if (s & closed_flag)
-            return enqueue_result::closed;
+            return waiter_outcome::closed;
         if (n > bound_.load(std::memory_order_relaxed)) // checked again under the mutex: reduce races
-            return enqueue_result::too_many;
+            return waiter_outcome::too_many;
         w.missing = n;
         w.collected = 0;
         if (!(s & divert_flag))
@@ -128,7 +123,7 @@ public:
                         continue;
                     if (bounded_ && !w.to_permit)
                         leave_circulation(n);
-                    return enqueue_result::granted;
+                    return waiter_outcome::granted;
                 }
                 if (state_.compare_exchange_weak(s, divert_flag, std::memory_order_acquire,
                                                  std::memory_order_relaxed))
@@ -142,7 +137,7 @@ public:
         queue_.push_back(w);
         w.queued.store(true, std::memory_order_relaxed);
         waiting_.store(waiting_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        return enqueue_result::queued;
+        return waiter_outcome::pending;
     }
 
     // A plain release: puts n permits into circulation. Returns false, changing nothing, if that
@@ -284,6 +279,8 @@ public:
     }
 
 private:
+    friend struct access;
+
     static constexpr std::size_t closed_flag = 1;
     static constexpr std::size_t divert_flag = 2;
     static constexpr unsigned shift = 2;

@@ -8,10 +8,12 @@
 
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/semaphore_core.hpp>
+#include <asio_sync/detail/waiter_list.hpp>
 
 #include <boost/asio/execution_context.hpp>
 
 #include <atomic>
+#include <cstddef>
 #include <mutex>
 
 namespace asio_sync::detail {

@@ -8,12 +8,17 @@
 
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
+#include <asio_sync/detail/submit.hpp>
+#include <asio_sync/detail/waiter_list.hpp>
 
 #include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/wait_traits.hpp>
 #include <boost/core/no_exceptions_support.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <utility>
 
 namespace asio_sync::detail {
@@ -36,27 +41,29 @@ public:
     using timer_type =
         boost::asio::basic_waitable_timer<clock_type, boost::asio::wait_traits<clock_type>, IoExecutor>;
 
-    timed_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, semaphore_impl& impl)
+    timed_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, semaphore_impl& impl,
+                     clock_type::duration timeout)
         : acquire_op_base(&do_func), parts_(std::move(handler), io_ex, grant), alloc_(parts_.get_allocator()),
-          timer_(io_ex), impl_(&impl), service_(impl.service.load(std::memory_order_acquire))
+          timer_(io_ex), timeout_(timeout), impl_(&impl),
+          service_(impl.service.load(std::memory_order_acquire))
     {
         to_permit = Grant::to_permit;
     }
 
     static timed_acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant,
-                                    semaphore_impl& impl)
+                                    semaphore_impl& impl, clock_type::duration timeout)
     {
         return allocate_op<timed_acquire_op>(get_handler_allocator(handler), std::move(handler), io_ex, grant,
-                                             impl);
+                                             impl, timeout);
     }
 
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
 
     // The initiator's last step: starts the timer if the waiter was queued, then lets go.
-    void initiated(bool was_queued, clock_type::duration timeout)
+    void initiated(bool was_queued)
     {
         if (was_queued)
-            start_timer(timeout);
+            start_timer();
         release();
     }
 
@@ -104,11 +111,11 @@ private:
         allocator_type alloc_;
     };
 
-    void start_timer(clock_type::duration timeout)
+    void start_timer()
     {
         BOOST_TRY
         {
-            timer_.expires_after(timeout);
+            timer_.expires_after(timeout_);
             timer_.async_wait(expiry(this));
         }
         BOOST_CATCH(...)
@@ -145,7 +152,7 @@ private:
             deallocate_op(this, alloc_);
     }
 
-    static void do_func(acquire_op_base* base, const boost::system::error_code* ec, relation how)
+    static void do_func(acquire_op_base* base, action what, const boost::system::error_code& ec, relation how)
     {
         auto* op = static_cast<timed_acquire_op*>(base);
         const std::size_t n = op->granted();
@@ -153,13 +160,14 @@ private:
         if (op->stage_.exchange(finished, std::memory_order_acq_rel) == timing)
             op->timer_.cancel();
         op->release();
-        if (ec)
-            parts.complete(*ec, how, n);
+        if (what == action::complete)
+            parts.complete(ec, how, n);
     }
 
     parts_type parts_;
     typename parts_type::allocator_type alloc_;
     timer_type timer_;
+    clock_type::duration timeout_; // counted from when the timer starts
     semaphore_impl* impl_;
     semaphore_service* service_;
     std::atomic<unsigned char> owners_{2}; // the queue side and the initiator

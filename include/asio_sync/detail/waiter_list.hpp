@@ -11,9 +11,11 @@
 
 namespace asio_sync::detail {
 
+// How an acquire ended: set when its waiter leaves the queue, and returned by the core's enqueue
+// for an acquire decided without queueing.
 enum class waiter_outcome : unsigned char
 {
-    pending, // not decided yet
+    pending, // not decided yet: queued
     granted,
     aborted,
     closed,

@@ -6,13 +6,29 @@
 #ifndef ASIO_SYNC_IMPL_SEMAPHORE_HPP
 #define ASIO_SYNC_IMPL_SEMAPHORE_HPP
 
+#include <asio_sync/detail/access.hpp>
+#include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/semaphore_core.hpp>
+#include <asio_sync/detail/semaphore_service.hpp>
+#include <asio_sync/detail/start_acquire.hpp>
+#include <asio_sync/detail/submit.hpp>
+#include <asio_sync/detail/timed_acquire_op.hpp>
+#include <asio_sync/detail/waiter_list.hpp>
+
 #include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
 #include <boost/asio/query.hpp>
-#include <boost/core/no_exceptions_support.hpp>
+#include <boost/config.hpp>
+#include <boost/system/error_code.hpp>
 #include <boost/throw_exception.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <optional>
 #include <stdexcept>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace asio_sync {
@@ -39,7 +55,14 @@ public:
     template <class Handler>
     void operator()(Handler&& handler, std::size_t n) const
     {
-        self_->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), n, grant_, timeout_);
+        using handler_type = std::decay_t<Handler>;
+        if constexpr (std::is_same_v<Timeout, timeout_type>)
+            detail::start_acquire<detail::timed_acquire_op>(
+                self_->impl_.core, handler_type(std::forward<Handler>(handler)), self_->executor_, n, grant_,
+                self_->impl_, timeout_);
+        else
+            detail::start_acquire<detail::acquire_op>(
+                self_->impl_.core, handler_type(std::forward<Handler>(handler)), self_->executor_, n, grant_);
     }
 
 private:
@@ -76,73 +99,6 @@ basic_semaphore<Executor>::~basic_semaphore()
 }
 
 template <class Executor>
-template <class Handler, class Grant, class Timeout>
-void basic_semaphore<Executor>::start_other_acquire(Handler handler, std::size_t n, const Grant& grant,
-                                                    Timeout timeout)
-{
-    constexpr bool timed = std::is_same_v<Timeout, timeout_type>;
-    using op_type = std::conditional_t<timed, detail::timed_acquire_op<Handler, Executor, Grant>,
-                                       detail::acquire_op<Handler, Executor, Grant>>;
-    using cancellation_type = detail::acquire_cancellation<detail::semaphore_core<>>;
-    using enqueue_result = detail::semaphore_core<>::enqueue_result;
-
-    // try_acquire(n) has failed: n is more than the counter holds, someone is queued, or closed.
-    if (n > impl_.core.capacity())
-        return detail::post_completion(std::move(handler), executor_, grant, error::too_many_permits, n);
-    if (n == 0) // try_acquire(0) fails only once closed
-        return detail::post_completion(std::move(handler), executor_, grant, error::closed, n);
-
-    op_type* op;
-    if constexpr (timed)
-        op = op_type::create(std::move(handler), executor_, grant, impl_);
-    else
-        op = op_type::create(std::move(handler), executor_, grant);
-    // A timed operation stays alive until initiated() (its initiator's reference).
-    const auto initiated = [&](bool queued) {
-        if constexpr (timed)
-            op->initiated(queued, timeout);
-    };
-    auto& slot = op->slot();
-    if (slot.is_connected())
-    {
-        // Installed before the waiter is visible to other threads, so no grant can race it.
-        BOOST_TRY
-        {
-            op->cancel_ref = slot.template emplace<cancellation_type>(impl_.core, op).waiter_ref();
-        }
-        BOOST_CATCH(...)
-        {
-            op->destroy();
-            initiated(false);
-            BOOST_RETHROW
-        }
-        BOOST_CATCH_END
-    }
-    const enqueue_result result = impl_.core.enqueue(*op, n);
-    if (result != enqueue_result::queued)
-    {
-        // Decided without queueing: nobody else knows of the operation yet. If its completion
-        // cannot be submitted, the permits are back and the exception reaches the caller.
-        if (slot.is_connected())
-            slot.clear();
-        BOOST_TRY
-        {
-            op->complete(result == enqueue_result::granted  ? boost::system::error_code()
-                         : result == enqueue_result::closed ? error::closed
-                                                            : error::too_many_permits,
-                         detail::relation::continuation);
-        }
-        BOOST_CATCH(...)
-        {
-            initiated(false);
-            BOOST_RETHROW
-        }
-        BOOST_CATCH_END
-    }
-    initiated(result == enqueue_result::queued);
-}
-
-template <class Executor>
 template <class Rep, class Period>
 typename basic_semaphore<Executor>::timeout_type
 basic_semaphore<Executor>::to_timeout(const std::chrono::duration<Rep, Period>& timeout)
@@ -159,7 +115,7 @@ template <class Executor>
 std::tuple<boost::system::error_code, typename basic_semaphore<Executor>::permit>
 basic_semaphore<Executor>::permit_grant::operator()(boost::system::error_code ec) const
 {
-    return {ec, permit(*semaphore, ec ? 0 : n)};
+    return {ec, detail::access::construct<permit>(*semaphore, ec ? 0 : n)};
 }
 
 template <class Executor>
@@ -167,7 +123,7 @@ auto basic_semaphore<Executor>::try_acquire_permit(std::size_t n) -> std::option
 {
     if (!impl_.core.try_acquire(n, true))
         return std::nullopt;
-    return permit(*this, n);
+    return detail::access::construct<permit>(*this, n);
 }
 
 template <class Executor>

@@ -7,6 +7,9 @@
 #define ASIO_SYNC_REDIS_DETAIL_COMMAND_OP_HPP
 
 #include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/completion.hpp>
+#include <asio_sync/detail/handler_work.hpp>
+#include <asio_sync/detail/submit.hpp>
 #include <asio_sync/redis/detail/command.hpp>
 #include <asio_sync/redis/reply.hpp>
 

@@ -6,7 +6,7 @@
 #ifndef ASIO_SYNC_REDIS_DETAIL_EVENT_CALLBACK_HPP
 #define ASIO_SYNC_REDIS_DETAIL_EVENT_CALLBACK_HPP
 
-#include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/submit.hpp>
 
 #include <boost/asio/associated_executor.hpp>
 

@@ -6,7 +6,8 @@
 #ifndef ASIO_SYNC_REDIS_IMPL_CONNECTION_HPP
 #define ASIO_SYNC_REDIS_IMPL_CONNECTION_HPP
 
-#include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/completion.hpp>
+#include <asio_sync/detail/submit.hpp>
 #include <asio_sync/redis/detail/command_op.hpp>
 
 #include <boost/asio/associated_executor.hpp>

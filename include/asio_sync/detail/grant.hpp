@@ -1,0 +1,56 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_DETAIL_GRANT_HPP
+#define ASIO_SYNC_DETAIL_GRANT_HPP
+
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+
+namespace asio_sync::detail {
+
+// A grant says what an acquire hands its handler, given how it ended. The operations hold one by
+// value (copied at initiation) and need from it:
+//  - `static constexpr bool to_permit`: whether the permits stay in circulation, owned by what the
+//    grant makes (a permit object), or leave it until the caller releases them (a plain acquire, a
+//    lock guard: see semaphore_core's bound);
+//  - `operator()(error_code ec) const`: the handler's arguments as a tuple, error code first, made
+//    at the moment the outcome is decided, before the completion is submitted. What it makes may
+//    own the permits (a permit object, a lock guard), so that a handler destroyed without running
+//    still gives them back;
+//  - `undelivered(std::size_t n) const noexcept`: called when a granted completion of n permits
+//    cannot be submitted (its executor or allocator throws). It gives back what nothing else owns,
+//    and does nothing for grants whose arguments own the permits: their destructors have already
+//    given them back.
+template <class Grant>
+using grant_result_t = std::invoke_result_t<const Grant&, boost::system::error_code>;
+
+// The grant of a scoped lock: on success the handler receives a `Lock` (std::unique_lock or
+// std::shared_lock) that adopts the lock. On error the Lock owns nothing.
+template <class Lock>
+struct adopt_lock_grant
+{
+    static constexpr bool to_permit = false;
+
+    typename Lock::mutex_type* mutex;
+
+    std::tuple<boost::system::error_code, Lock> operator()(boost::system::error_code ec) const
+    {
+        if (ec)
+            return {ec, Lock()};
+        return {ec, Lock(*mutex, std::adopt_lock)};
+    }
+
+    // The Lock of an undelivered completion has unlocked.
+    void undelivered(std::size_t) const noexcept {}
+};
+
+} // namespace asio_sync::detail
+
+#endif // ASIO_SYNC_DETAIL_GRANT_HPP
