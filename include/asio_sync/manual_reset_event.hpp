@@ -6,13 +6,14 @@
 #ifndef ASIO_SYNC_MANUAL_RESET_EVENT_HPP
 #define ASIO_SYNC_MANUAL_RESET_EVENT_HPP
 
-#include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/event_core.hpp>
-#include <asio_sync/detail/grant.hpp>
+#include <asio_sync/detail/event_wait.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/execution/context.hpp>
 #include <boost/asio/execution_context.hpp>
+#include <boost/asio/query.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
@@ -77,7 +78,10 @@ public:
     ///
     /// @param ex The I/O executor: the default executor of completion handlers.
     /// @param initially_set Whether the event starts set.
-    explicit basic_manual_reset_event(const executor_type& ex, bool initially_set = false);
+    explicit basic_manual_reset_event(const executor_type& ex, bool initially_set = false)
+        : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context), initially_set)
+    {
+    }
 
     /// Constructs an event that uses the context's executor.
     ///
@@ -100,14 +104,14 @@ public:
 
     /// Destroys the event. Queued waits complete with `boost::asio::error::operation_aborted`
     /// (posted, oldest first); none is invoked inside the destructor.
-    ~basic_manual_reset_event();
+    ~basic_manual_reset_event() = default;
 
     /// Returns the executor associated with the event.
     const executor_type& get_executor() const noexcept { return executor_; }
 
     /// Sets the event: every queued wait completes successfully, oldest first, and later waits
     /// complete at once until `reset()`. Setting a set event does nothing more.
-    void set();
+    void set() { impl_.set(); }
 
     /// Clears the event: later waits queue until the next `set()`. Waits the last set already
     /// completed are not affected. Lock-free.
@@ -120,7 +124,7 @@ public:
     /// the event stays as it is.
     ///
     /// @returns the number of waits aborted.
-    std::size_t cancel();
+    std::size_t cancel() { return impl_.cancel(); }
 
     /// Starts an asynchronous wait until the event is set.
     ///
@@ -160,19 +164,10 @@ public:
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        initiate_async_wait initiation(this);
-#if defined(BOOST_ASIO_HAS_CO_AWAIT)
-        if constexpr (!std::is_void_v<detail::awaitable_executor_t<WaitToken>>)
-            return detail::acquire_awaitable<void(boost::system::error_code), std::decay_t<WaitToken>>(
-                1, initiation);
-        else
-#endif
-            return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(initiation, token);
+        return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token));
     }
 
 private:
-    class initiate_async_wait;
-
     executor_type executor_;
     detail::event_impl impl_;
 };
@@ -181,7 +176,5 @@ private:
 using manual_reset_event = basic_manual_reset_event<>;
 
 } // namespace asio_sync
-
-#include <asio_sync/impl/manual_reset_event.hpp>
 
 #endif // ASIO_SYNC_MANUAL_RESET_EVENT_HPP

@@ -6,10 +6,12 @@
 #ifndef ASIO_SYNC_DETAIL_EVENT_CORE_HPP
 #define ASIO_SYNC_DETAIL_EVENT_CORE_HPP
 
+#include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/adaptive_mutex.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 
+#include <boost/asio/execution_context.hpp>
 #include <boost/config.hpp>
 
 #include <atomic>
@@ -108,10 +110,44 @@ private:
     waiter_list queue_;
 };
 
-// The executor-independent state of an event, registered with its context's service.
+// The executor-independent state of an event (also of a latch), registered with its context's
+// service from construction to destruction; destroying it aborts the waits still queued.
 struct event_impl : service_entry
 {
-    explicit event_impl(bool initially_set) : service_entry(&abort), core(initially_set) {}
+    event_impl(boost::asio::execution_context& ctx, bool initially_set)
+        : service_entry(&abort), core(initially_set)
+    {
+        boost::asio::use_service<semaphore_service>(ctx).add(*this);
+    }
+
+    event_impl(const event_impl&) = delete;
+    event_impl& operator=(const event_impl&) = delete;
+
+    ~event_impl()
+    {
+        waiter_list done;
+        core.abort_all(waiter_outcome::aborted, done);
+        if (semaphore_service* owner = service.load(std::memory_order_acquire))
+            owner->remove(*this);
+        complete_all(done);
+    }
+
+    // Sets the event and completes the waits it lets through, the first as the caller's
+    // continuation.
+    void set()
+    {
+        waiter_list done;
+        core.set(done);
+        complete_all(done, relation::continuation);
+    }
+
+    std::size_t cancel()
+    {
+        waiter_list done;
+        const std::size_t count = core.abort_all(waiter_outcome::aborted, done);
+        complete_all(done);
+        return count;
+    }
 
     event_core<> core;
 
