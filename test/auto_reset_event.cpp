@@ -257,34 +257,16 @@ BOOST_AUTO_TEST_CASE(sets_and_waits_from_many_threads_pair_up_exactly)
 // set; a set the cancelled wait did not take is still there.
 BOOST_AUTO_TEST_CASE(cancellation_racing_set_never_loses_the_set)
 {
-    constexpr int rounds = 500;
-    asio::thread_pool pool(4);
-    for (int round = 0; round < rounds; ++round)
-    {
-        auto_reset_event event(pool.get_executor());
-        auto strand = asio::make_strand(pool);
-        auto cancel = std::make_shared<asio::cancellation_signal>();
-        std::promise<error_code> result;
-        std::promise<void> waiting;
-        asio::post(strand, [&, cancel] {
-            event.async_wait(asio::bind_cancellation_slot(
-                cancel->slot(),
-                asio::bind_executor(strand, [&result](error_code ec) { result.set_value(ec); })));
-            waiting.set_value();
-            asio::post(strand, [cancel] { cancel->emit(asio::cancellation_type::terminal); });
+    asio_sync::test::race_cancellation_with_the_signal<auto_reset_event>(
+        500, set, [](error_code ec, const auto_reset_event& event) {
+            if (ec)
+            {
+                BOOST_TEST(ec == asio::error::operation_aborted);
+                BOOST_TEST(event.is_set());
+            }
+            else
+                BOOST_TEST(!event.is_set());
         });
-        waiting.get_future().get();
-        event.set();
-        const error_code ec = result.get_future().get();
-        if (ec)
-        {
-            BOOST_TEST(ec == asio::error::operation_aborted);
-            BOOST_TEST(event.is_set());
-        }
-        else
-            BOOST_TEST(!event.is_set());
-    }
-    pool.join();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

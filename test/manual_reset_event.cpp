@@ -278,29 +278,11 @@ BOOST_AUTO_TEST_CASE(every_wait_completes_exactly_once_under_concurrent_set_and_
 // the event stays set.
 BOOST_AUTO_TEST_CASE(cancellation_racing_set_completes_each_wait_once)
 {
-    constexpr int rounds = 500;
-    asio::thread_pool pool(4);
-    for (int round = 0; round < rounds; ++round)
-    {
-        manual_reset_event event(pool.get_executor());
-        auto strand = asio::make_strand(pool);
-        auto cancel = std::make_shared<asio::cancellation_signal>();
-        std::promise<error_code> result;
-        std::promise<void> waiting;
-        asio::post(strand, [&, cancel] {
-            event.async_wait(asio::bind_cancellation_slot(
-                cancel->slot(),
-                asio::bind_executor(strand, [&result](error_code ec) { result.set_value(ec); })));
-            waiting.set_value();
-            asio::post(strand, [cancel] { cancel->emit(asio::cancellation_type::terminal); });
+    asio_sync::test::race_cancellation_with_the_signal<manual_reset_event>(
+        500, set, [](error_code ec, const manual_reset_event& event) {
+            BOOST_TEST((!ec || ec == asio::error::operation_aborted));
+            BOOST_TEST(event.is_set());
         });
-        waiting.get_future().get();
-        event.set();
-        const error_code ec = result.get_future().get();
-        BOOST_TEST((!ec || ec == asio::error::operation_aborted));
-        BOOST_TEST(event.is_set());
-    }
-    pool.join();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

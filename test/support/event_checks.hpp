@@ -16,9 +16,12 @@
 
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/system/error_code.hpp>
@@ -286,6 +289,34 @@ void check_tokens(Signal signal)
         BOOST_TEST(aborted);
     }
 #endif
+}
+
+// A wait cancelled from its strand while this thread signals, `rounds` times on a thread pool;
+// `check(ec, event)` judges each round's one outcome.
+template <class Event, class Signal, class Check>
+void race_cancellation_with_the_signal(int rounds, Signal signal, Check check)
+{
+    boost::asio::thread_pool pool(4);
+    for (int round = 0; round < rounds; ++round)
+    {
+        Event event(pool.get_executor());
+        auto strand = boost::asio::make_strand(pool);
+        auto cancel = std::make_shared<boost::asio::cancellation_signal>();
+        std::promise<boost::system::error_code> result;
+        std::promise<void> waiting;
+        boost::asio::post(strand, [&, cancel] {
+            event.async_wait(boost::asio::bind_cancellation_slot(
+                cancel->slot(), boost::asio::bind_executor(strand, [&result](boost::system::error_code ec) {
+                    result.set_value(ec);
+                })));
+            waiting.set_value();
+            boost::asio::post(strand, [cancel] { cancel->emit(boost::asio::cancellation_type::terminal); });
+        });
+        waiting.get_future().get();
+        signal(event);
+        check(result.get_future().get(), event);
+    }
+    pool.join();
 }
 
 } // namespace asio_sync::test
