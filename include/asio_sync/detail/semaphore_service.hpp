@@ -52,8 +52,8 @@ private:
     }
 };
 
-// Context shutdown destroys every queued acquire (of semaphores, events, latches, gates) without invoking its
-// handler, as Asio does with its own pending operations.
+// Context shutdown destroys every queued wait (of semaphores, events and latches) without invoking
+// its handler, as Asio does with its own pending operations.
 class semaphore_service final : public boost::asio::execution_context::service
 {
 public:
