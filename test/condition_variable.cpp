@@ -36,6 +36,7 @@
 #include <mutex>
 #include <new>
 #include <shared_mutex>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -448,6 +449,32 @@ BOOST_AUTO_TEST_CASE(a_cancelled_predicate_wait_completes_holding_the_lock)
     drain(w.ctx);
     BOOST_TEST(out->calls == 1);
     BOOST_TEST(*out->ec == asio::error::operation_aborted);
+    BOOST_TEST(lock.owns_lock());
+}
+
+// A predicate that throws in a later round: the exception leaves through the handler's executor
+// (here, poll), the handler is destroyed without being invoked, and the lock owns the mutex.
+BOOST_AUTO_TEST_CASE(a_predicate_that_throws_later_leaves_the_lock_held)
+{
+    waiters w;
+    lock_type& lock = w.lock();
+    int evaluations = 0;
+    bool destroyed = false;
+    int calls = 0;
+    w.cv.async_wait(
+        lock,
+        [&] {
+            if (++evaluations == 2)
+                throw std::runtime_error("predicate");
+            return false;
+        },
+        [&calls, guard = std::make_shared<asio_sync::test::on_destroy>([&] { destroyed = true; })](
+            error_code) { ++calls; });
+    w.cv.notify_one();
+    w.ctx.restart();
+    BOOST_CHECK_THROW(w.ctx.poll(), std::runtime_error);
+    BOOST_TEST(destroyed);
+    BOOST_TEST(calls == 0);
     BOOST_TEST(lock.owns_lock());
 }
 

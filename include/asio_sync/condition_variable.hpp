@@ -224,7 +224,9 @@ public:
     ///
     /// @par Errors
     /// As `async_wait(lock, token)`. An exception thrown by `pred` propagates from where it ran:
-    /// the initiating function, or the handler's executor.
+    /// the initiating function, or the handler's executor; so does the failure of a later round
+    /// to allocate its operation. Either way `lock` then owns the mutex, and after the first
+    /// round the handler is destroyed without being invoked.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
