@@ -99,9 +99,8 @@ private:
 /// completion of every `async_close` that waited for it. No guard is granted after a close has
 /// started.
 ///
-/// **Lifetime.** The gate must outlive its guards and any call on it; destroying it completes the
-/// closes still waiting with `operation_aborted`. It may outlive its execution context: context
-/// shutdown destroys the waiting closes' handlers without invoking them.
+/// **Lifetime.** The gate must outlive its guards and any call on it. It may outlive its execution
+/// context: context shutdown destroys the waiting closes' handlers without invoking them.
 ///
 /// **Not copyable, not movable:** guards and queued operations refer to the gate by address.
 ///
@@ -151,9 +150,8 @@ public:
     /// Not copy-assignable (nor move-assignable).
     basic_gate& operator=(const basic_gate&) = delete;
 
-    /// Destroys the gate, which must have no guard alive. Closes still waiting complete with
-    /// `boost::asio::error::operation_aborted` (posted, oldest first); none is invoked inside the
-    /// destructor.
+    /// Destroys the gate. No guard may be alive, hence no close is still waiting: the last guard's
+    /// release completed them all.
     ~basic_gate() = default;
 
     /// Returns the executor associated with the gate.
@@ -198,8 +196,8 @@ public:
     ///
     /// @par Errors
     /// - none: every guard is gone.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation or the gate's
-    ///   destruction, while the close was waiting.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation while the close was
+    ///   waiting.
     /// .
     /// If the completion of a close decided at once cannot be submitted, this function throws what
     /// the executor or allocator threw; a close that cannot allocate its operation throws. Either
