@@ -46,15 +46,7 @@
 namespace {
 
 // Sanitizer runtimes replace operator new themselves; there only the handler allocator is counted.
-std::atomic<std::size_t> global_news{0};
-
-bool count_operator_new() noexcept
-{
-    global_news.fetch_add(1, std::memory_order_relaxed);
-    return false;
-}
-
-const asio_sync::test::operator_new_hook counting_operator_new(&count_operator_new);
+const asio_sync::test::operator_new_hook counting_operator_new(&asio_sync::test::count_operator_new);
 
 } // namespace
 
@@ -63,6 +55,7 @@ using asio_sync::gate;
 using asio_sync::test::drain;
 using asio_sync::test::failing_allocator;
 using asio_sync::test::fault_plan;
+using asio_sync::test::global_news;
 using asio_sync::test::make_record;
 using asio_sync::test::op_record;
 using asio_sync::test::order_log;

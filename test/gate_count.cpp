@@ -15,6 +15,7 @@
 #include <asio_sync/detail/waiter_list.hpp>
 
 #include "support/dsched.hpp"
+#include "support/scripted_waiter.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -22,21 +23,14 @@
 #include <vector>
 
 namespace dsched = asio_sync::test::dsched;
-using asio_sync::detail::semaphore_waiter;
 using asio_sync::detail::waiter_list;
 using asio_sync::detail::waiter_outcome;
+using asio_sync::test::report;
 using checked_count = asio_sync::detail::gate_count<dsched::atomic>;
 using checked_event = asio_sync::detail::event_core<dsched::atomic, dsched::mutex>;
+using closer = asio_sync::test::scripted_waiter;
 
 namespace {
-
-// A close and what became of it.
-struct closer : semaphore_waiter
-{
-    semaphore_waiter* handle = nullptr; // what the cancellation handler holds
-    int completions = 0;
-    waiter_outcome result = waiter_outcome::pending;
-};
 
 // Scripted threads on one gate that starts with `guards` entries. After every step: no close
 // completed twice, and a close that succeeded found the gate closed and empty. At the end: the
@@ -65,15 +59,11 @@ public:
     // What initiate_gate_close does: close the count, drain if nobody is in, then wait.
     void close(std::size_t i)
     {
-        closer& x = closers_[i];
-        x.handle = &x;
-        x.cancel_ref = &x.handle;
         if (count_.close())
             drain();
         closing_ = true;
-        if (event_.try_acquire(1, false))
-            return complete(x, waiter_outcome::granted);
-        const waiter_outcome decided = event_.enqueue(x, 1);
+        closer& x = closers_[i];
+        const waiter_outcome decided = asio_sync::test::start_wait(event_, x);
         if (decided != waiter_outcome::pending)
             complete(x, decided);
     }
@@ -134,16 +124,12 @@ private:
     template <class Step>
     void finish(Step step)
     {
-        waiter_list done;
-        step(done);
-        while (semaphore_waiter* x = done.pop_front())
-            complete(static_cast<closer&>(*x), x->outcome);
+        asio_sync::test::finish(step, [this](closer& x, waiter_outcome why) { complete(x, why); });
     }
 
     void complete(closer& x, waiter_outcome why)
     {
-        ++x.completions;
-        x.result = why;
+        x.complete(why);
         if (why == waiter_outcome::granted && (count_.count() != 0 || !count_.is_closed()))
             fail("a close succeeded while a guard was alive");
     }
@@ -159,13 +145,6 @@ private:
 dsched::exploration explore(std::size_t guards, std::size_t closers, std::vector<scripted::script> scripts)
 {
     return dsched::explore([&] { return std::make_unique<scripted>(guards, closers, scripts); });
-}
-
-void report(const char* name, const dsched::exploration& e)
-{
-    BOOST_TEST_MESSAGE(name << ": " << e.schedules << " schedules" << (e.complete ? ", all explored" : ""));
-    BOOST_TEST(e.failure.empty(), name << ": " << e.failure);
-    BOOST_TEST(e.complete);
 }
 
 } // namespace
