@@ -7,11 +7,9 @@
 #define ASIO_SYNC_GATE_HPP
 
 #include <asio_sync/detail/access.hpp>
-#include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/event_core.hpp>
+#include <asio_sync/detail/gate_close.hpp>
 #include <asio_sync/detail/gate_count.hpp>
-#include <asio_sync/detail/grant.hpp>
-#include <asio_sync/detail/start_acquire.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -25,41 +23,6 @@
 #include <utility>
 
 namespace asio_sync {
-
-namespace detail {
-
-// A close of a gate: closes the count when the operation starts (a deferred close closes nothing
-// until it is launched), drains the gate if no guard is alive, then waits for the drain, which is
-// a wait on an event that only the drain sets.
-template <class Executor>
-class initiate_gate_close
-{
-public:
-    using executor_type = Executor;
-
-    initiate_gate_close(const Executor& ex, gate_count<>& count, event_impl& drained) noexcept
-        : executor_(&ex), count_(&count), drained_(&drained)
-    {
-    }
-
-    const executor_type& get_executor() const noexcept { return *executor_; }
-
-    template <class Handler>
-    void operator()(Handler&& handler) const
-    {
-        if (count_->close())
-            drained_->set();
-        start_acquire<acquire_op>(drained_->core, std::decay_t<Handler>(std::forward<Handler>(handler)),
-                                  *executor_, 1, signal_grant());
-    }
-
-private:
-    const Executor* executor_;
-    gate_count<>* count_;
-    event_impl* drained_;
-};
-
-} // namespace detail
 
 /// An asynchronous gate for Asio: it counts the tasks in flight and, at shutdown, stops admitting
 /// new ones and waits for those in flight, as Seastar's `gate` does.
