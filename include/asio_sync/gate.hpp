@@ -54,9 +54,10 @@ namespace asio_sync {
 /// handler's associated allocator; nothing else.
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
-/// `try_enter`, `count`, `is_closed` and a guard's release are lock-free: one atomic
-/// read-modify-write each (a compare-and-swap for `try_enter`), except the release of the last
-/// guard of a closed gate, which completes the closes.
+/// `try_enter`, `count`, `is_closed` and a guard's release are lock-free: `count` and `is_closed`
+/// are one atomic load, `try_enter` one compare-and-swap (retried only if another entry, a release
+/// or a close changed the count meanwhile), a release one atomic subtraction. Only the release of
+/// the last guard of a closed gate takes the internal lock, to complete the closes.
 ///
 /// **Memory ordering.** Everything a task did before its guard was released happens-before the
 /// completion of every `async_close` that waited for it. No guard is granted after a close has
