@@ -13,6 +13,7 @@
 #include <asio_sync/detail/waiter_list.hpp>
 
 #include "support/dsched.hpp"
+#include "support/scripted_waiter.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -21,20 +22,13 @@
 #include <vector>
 
 namespace dsched = asio_sync::test::dsched;
-using asio_sync::detail::semaphore_waiter;
 using asio_sync::detail::waiter_list;
 using asio_sync::detail::waiter_outcome;
+using asio_sync::test::report;
 using checked_core = asio_sync::detail::event_core<dsched::atomic, dsched::mutex>;
+using waiter = asio_sync::test::scripted_waiter;
 
 namespace {
-
-// A waiter and what became of it.
-struct waiter : semaphore_waiter
-{
-    semaphore_waiter* handle = nullptr; // what the cancellation handler holds
-    int completions = 0;
-    waiter_outcome result = waiter_outcome::pending;
-};
 
 // Scripted threads on one engine. After every step: no waiter completes twice. At the end:
 // every waiter completed once, except one still queued while the event is clear; none is queued
@@ -57,17 +51,12 @@ public:
         return bodies;
     }
 
-    // What start_acquire does: the lock-free attempt, then the queue.
     void wait(std::size_t i)
     {
         waiter& x = waiters_[i];
-        x.handle = &x;
-        x.cancel_ref = &x.handle;
-        if (core_.try_acquire(1, false))
-            return complete(x, waiter_outcome::granted);
-        const waiter_outcome decided = core_.enqueue(x, 1);
+        const waiter_outcome decided = asio_sync::test::start_wait(core_, x);
         if (decided != waiter_outcome::pending)
-            complete(x, decided);
+            x.complete(decided);
     }
 
     void set()
@@ -107,16 +96,7 @@ private:
     template <class Step>
     void finish(Step step)
     {
-        waiter_list done;
-        step(done);
-        while (semaphore_waiter* x = done.pop_front())
-            complete(static_cast<waiter&>(*x), x->outcome);
-    }
-
-    void complete(waiter& x, waiter_outcome why)
-    {
-        ++x.completions;
-        x.result = why;
+        asio_sync::test::finish(step, [](waiter& x, waiter_outcome why) { x.complete(why); });
     }
 
     checked_core core_;
@@ -127,13 +107,6 @@ private:
 dsched::exploration explore(bool initially_set, std::size_t waiters, std::vector<scripted::script> scripts)
 {
     return dsched::explore([&] { return std::make_unique<scripted>(initially_set, waiters, scripts); });
-}
-
-void report(const char* name, const dsched::exploration& e)
-{
-    BOOST_TEST_MESSAGE(name << ": " << e.schedules << " schedules" << (e.complete ? ", all explored" : ""));
-    BOOST_TEST(e.failure.empty(), name << ": " << e.failure);
-    BOOST_TEST(e.complete);
 }
 
 } // namespace
