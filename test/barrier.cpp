@@ -114,17 +114,23 @@ BOOST_AUTO_TEST_CASE(a_phase_completes_its_arrivals_in_fifo_order_with_its_numbe
     BOOST_TEST(log.phases == (std::vector<std::size_t>{0, 0, 0, 1, 1, 1}));
 }
 
+// The completion function runs before anything of the phase is submitted; then the waiters are
+// forks and the last arrival continues its caller.
 BOOST_AUTO_TEST_CASE(the_last_arrival_continues_the_caller_and_the_others_are_forks)
 {
     using executor = asio_sync::test::recording_executor<asio::io_context::executor_type>;
     asio::io_context ctx;
     std::vector<bool> continuations;
-    asio_sync::basic_barrier<executor> b(executor(ctx.get_executor(), continuations), 3);
+    std::vector<std::size_t> submitted_before_the_function;
+    asio_sync::basic_barrier<executor> b(executor(ctx.get_executor(), continuations), 3, [&] {
+        submitted_before_the_function.push_back(continuations.size());
+    });
     arrival_log log;
     b.async_arrive_and_wait(log.handler(1));
     b.async_arrive_and_wait(log.handler(2));
     BOOST_TEST(continuations.empty()); // nothing submitted while waiting
     b.async_arrive_and_wait(log.handler(3));
+    BOOST_TEST(submitted_before_the_function == (std::vector<std::size_t>{0}));
     BOOST_TEST(continuations == (std::vector<bool>{false, false, true}), boost::test_tools::per_element());
     BOOST_TEST(log.order.empty()); // submitted, not invoked
     ctx.run();
