@@ -550,6 +550,7 @@ BOOST_AUTO_TEST_CASE(cancellation_racing_the_last_arrival_on_a_thread_pool)
         std::promise<std::pair<error_code, std::size_t>> first;
         std::promise<error_code> last;
         std::promise<void> last_arrived;
+        std::promise<void> emitted; // the round's objects outlive every handler that uses them
         asio::post(strand, [&] {
             b.async_arrive_and_wait(asio::bind_cancellation_slot(
                 cancel.slot(), asio::bind_executor(strand, [&](error_code ec, std::size_t phase) {
@@ -559,7 +560,10 @@ BOOST_AUTO_TEST_CASE(cancellation_racing_the_last_arrival_on_a_thread_pool)
                 b.async_arrive_and_wait([&](error_code ec, std::size_t) { last.set_value(ec); });
                 last_arrived.set_value();
             });
-            asio::post(strand, [&] { cancel.emit(asio::cancellation_type::terminal); });
+            asio::post(strand, [&] {
+                cancel.emit(asio::cancellation_type::terminal);
+                emitted.set_value();
+            });
         });
         const auto [ec, phase] = first.get_future().get();
         last_arrived.get_future().wait();
@@ -579,6 +583,7 @@ BOOST_AUTO_TEST_CASE(cancellation_racing_the_last_arrival_on_a_thread_pool)
             BOOST_TEST(b.phase() == 1u);
         }
         BOOST_TEST(!last.get_future().get());
+        emitted.get_future().wait();
     }
     BOOST_TEST_MESSAGE("withdrawn " << withdrawn << ", completed " << completed);
     BOOST_TEST(withdrawn + completed == rounds);

@@ -14,6 +14,7 @@
 #include <asio_sync/detail/waiter_list.hpp>
 
 #include "support/dsched.hpp"
+#include "support/dsched_report.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -26,6 +27,7 @@ using asio_sync::detail::arrival;
 using asio_sync::detail::semaphore_waiter;
 using asio_sync::detail::waiter_list;
 using asio_sync::detail::waiter_outcome;
+using asio_sync::test::dsched::report;
 using checked_core = asio_sync::detail::barrier_core<dsched::mutex>;
 
 namespace {
@@ -163,13 +165,6 @@ private:
 dsched::exploration explore(std::size_t expected, std::size_t waiters, std::vector<scripted::script> scripts)
 {
     return dsched::explore([&] { return std::make_unique<scripted>(expected, waiters, scripts); });
-}
-
-void report(const char* name, const dsched::exploration& e)
-{
-    BOOST_TEST_MESSAGE(name << ": " << e.schedules << " schedules" << (e.complete ? ", all explored" : ""));
-    BOOST_TEST(e.failure.empty(), name << ": " << e.failure);
-    BOOST_TEST(e.complete);
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include <asio_sync/detail/waiter_list.hpp>
 
 #include "support/dsched.hpp"
+#include "support/dsched_report.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -24,6 +25,7 @@ namespace dsched = asio_sync::test::dsched;
 using asio_sync::detail::semaphore_waiter;
 using asio_sync::detail::waiter_list;
 using asio_sync::detail::waiter_outcome;
+using asio_sync::test::dsched::report;
 using checked_core = asio_sync::detail::event_core<dsched::atomic, dsched::mutex>;
 
 namespace {
@@ -127,13 +129,6 @@ private:
 dsched::exploration explore(bool initially_set, std::size_t waiters, std::vector<scripted::script> scripts)
 {
     return dsched::explore([&] { return std::make_unique<scripted>(initially_set, waiters, scripts); });
-}
-
-void report(const char* name, const dsched::exploration& e)
-{
-    BOOST_TEST_MESSAGE(name << ": " << e.schedules << " schedules" << (e.complete ? ", all explored" : ""));
-    BOOST_TEST(e.failure.empty(), name << ": " << e.failure);
-    BOOST_TEST(e.complete);
 }
 
 } // namespace
