@@ -30,7 +30,9 @@
 #include <cstddef>
 #include <future>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -401,6 +403,144 @@ BOOST_AUTO_TEST_CASE(every_token)
     }
 #endif
 }
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+// With use_awaitable the last arrival goes on without suspending, after the completion function,
+// while the others are resumed through the executor.
+BOOST_AUTO_TEST_CASE(an_awaiting_last_arrival_continues_without_suspending)
+{
+    asio::io_context ctx;
+    std::vector<std::string> log;
+    barrier b(ctx, 2, [&] { log.push_back("function"); });
+    auto participant = [&](std::string name) -> asio::awaitable<void> {
+        const std::size_t phase = co_await b.async_arrive_and_wait(asio::use_awaitable);
+        log.push_back(name + " " + std::to_string(phase));
+    };
+    asio::co_spawn(ctx, participant("first"), asio::detached);
+    drain(ctx);
+    asio::co_spawn(ctx, participant("last"), asio::detached);
+    ctx.run();
+    BOOST_TEST(log == (std::vector<std::string>{"function", "last 0", "first 0"}),
+               boost::test_tools::per_element());
+}
+
+// A coroutine that is the only participant arrives again and again without waiting: it still
+// lets the other handlers of its thread run, at most immediate_acquire_budget arrivals apart.
+BOOST_AUTO_TEST_CASE(a_loop_of_last_arrivals_still_yields)
+{
+    asio::io_context ctx;
+    barrier alone(ctx, 1);
+    std::size_t arrivals = 0;
+    std::optional<std::size_t> arrivals_when_posted_ran;
+    auto loop = [&]() -> asio::awaitable<void> {
+        asio::post(ctx, [&] { arrivals_when_posted_ran = arrivals; });
+        while (arrivals < 1000 && !arrivals_when_posted_ran)
+        {
+            co_await alone.async_arrive_and_wait(asio::use_awaitable);
+            ++arrivals;
+        }
+    };
+    // On a new thread, whose budget of completions without suspension is whole.
+    std::thread([&] {
+        asio::co_spawn(ctx, loop(), asio::detached);
+        ctx.run();
+    }).join();
+    BOOST_TEST_REQUIRE(arrivals_when_posted_ran.has_value());
+    BOOST_TEST(*arrivals_when_posted_ran <= asio_sync::detail::immediate_acquire_budget);
+    BOOST_TEST(alone.phase() == arrivals);
+}
+
+// The awaiting last arrival gets the completion function's exception; the others are released.
+BOOST_AUTO_TEST_CASE(an_awaiting_last_arrival_gets_the_completion_function_exception)
+{
+    asio::io_context ctx;
+    barrier b(ctx, 2, [] { throw std::runtime_error("completion"); });
+    arrival_log log;
+    b.async_arrive_and_wait(log.handler(1));
+    bool thrown = false;
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+            try
+            {
+                co_await b.async_arrive_and_wait(asio::use_awaitable);
+            }
+            catch (const std::runtime_error&)
+            {
+                thrown = true;
+            }
+        },
+        asio::detached);
+    ctx.run();
+    BOOST_TEST(thrown);
+    BOOST_TEST(log.order == (std::vector<int>{1}));
+    BOOST_TEST(!log.codes.at(0));
+    BOOST_TEST(b.phase() == 1u);
+}
+#endif
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+// A coroutine's arrival races a callback's on a thread pool, and the completion function throws:
+// whichever arrival is last gets the exception, the coroutine through its co_await even when
+// its arrival turned out last only after it had suspended; never the thread running it.
+BOOST_AUTO_TEST_CASE(a_throwing_completion_function_raced_on_a_thread_pool_reaches_the_last_arrival)
+{
+    constexpr int rounds = 1000;
+    asio::thread_pool pool(2);
+    int coroutine_last = 0;
+    for (int round = 0; round < rounds; ++round)
+    {
+        barrier b(pool.get_executor(), 2, [] { throw std::runtime_error("completion"); });
+        std::atomic<int> ready{0};
+        std::promise<bool> coroutine_threw;
+        std::promise<bool> callback_threw;
+        // Both start together; the callback's arrival comes a little later each round, so that
+        // some rounds land while the coroutine's arrival is on its way from its check to its wait.
+        const int delay = round % 200;
+        asio::co_spawn(
+            pool,
+            [&]() -> asio::awaitable<void> {
+                ++ready;
+                while (ready.load() != 2)
+                {
+                }
+                try
+                {
+                    co_await b.async_arrive_and_wait(asio::use_awaitable);
+                    coroutine_threw.set_value(false);
+                }
+                catch (const std::runtime_error&)
+                {
+                    coroutine_threw.set_value(true);
+                }
+            },
+            asio::detached);
+        asio::post(pool, [&] {
+            ++ready;
+            while (ready.load() != 2)
+            {
+            }
+            for (int i = 0; i < delay; ++i)
+                ready.load();
+            try
+            {
+                b.async_arrive_and_wait([](error_code, std::size_t) {});
+                callback_threw.set_value(false);
+            }
+            catch (const std::runtime_error&)
+            {
+                callback_threw.set_value(true);
+            }
+        });
+        const bool by_coroutine = coroutine_threw.get_future().get();
+        const bool by_callback = callback_threw.get_future().get();
+        BOOST_TEST(by_coroutine != by_callback);
+        coroutine_last += by_coroutine;
+        BOOST_TEST(b.phase() == 1u);
+    }
+    BOOST_TEST_MESSAGE("the coroutine arrived last " << coroutine_last << " times of " << rounds);
+}
+#endif
 
 // Each arrival, the last one included, allocates its operation and its completion's submission
 // through the handler's allocator, and nothing else.

@@ -57,9 +57,9 @@ namespace asio_sync {
 /// released. An arrival that cannot allocate its operation or install its cancellation handler
 /// throws and has not arrived.
 ///
-/// **Allocation.** Each `async_arrive_and_wait` allocates one operation object with the handler's
-/// associated allocator, even the last arrival of a phase; nothing else is allocated per
-/// arrival. The completion function is stored once, at construction.
+/// **Allocation.** An `async_arrive_and_wait` allocates at most one operation object, with the
+/// handler's associated allocator. Nothing else is allocated per arrival. The completion
+/// function is stored once, at construction.
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
 ///
@@ -179,7 +179,11 @@ public:
     ///
     /// @par Executor
     /// The handler is submitted to its associated executor (default: `get_executor()`) as if by
-    /// `boost::asio::post`; outstanding work is tracked on it from initiation until then.
+    /// `boost::asio::post`; outstanding work is tracked on it from initiation until then. With
+    /// `boost::asio::use_awaitable` the last arrival of a phase continues without suspending,
+    /// once the completion function has run and the others are released (after 64 arrivals,
+    /// acquires or waits in a row completed that way on a thread, the next one first yields
+    /// through the executor).
     ///
     /// @par Errors
     /// - none: the phase completed.
@@ -203,8 +207,7 @@ public:
                   ArriveToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_arrive_and_wait(ArriveToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return boost::asio::async_initiate<ArriveToken, void(boost::system::error_code, std::size_t)>(
-            detail::initiate_barrier_arrival<executor_type>(executor_, impl_), token);
+        return detail::async_barrier_arrival(executor_, impl_, std::forward<ArriveToken>(token));
     }
 
 private:

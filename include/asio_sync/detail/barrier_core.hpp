@@ -26,6 +26,7 @@ enum class arrival
     counted,         // the phase still misses other arrivals
     completed_phase, // the last arrival of its phase: the caller runs the completion function
     refused,         // no arrival was expected (every participant dropped): nothing changed
+    would_wait,      // try_arrive_last only: the arrival would not be the last; nothing changed
 };
 
 // The arrivals of a barrier, under one lock: how many participants each phase expects, how many
@@ -63,6 +64,21 @@ public:
         queue_.push_back(w);
         w.queued.store(true, std::memory_order_relaxed);
         return arrival::counted;
+    }
+
+    // Arrives without a waiter if this arrival completes the phase, whose number goes to `phase`;
+    // otherwise changes nothing.
+    arrival try_arrive_last(std::size_t& phase, waiter_list& released)
+    {
+        std::lock_guard<Mutex> lock(mutex_);
+        if (missing_ == 0)
+            return arrival::refused;
+        if (missing_ != 1)
+            return arrival::would_wait;
+        phase = phase_;
+        --missing_;
+        complete_phase(released);
+        return arrival::completed_phase;
     }
 
     // Arrives without waiting, and lowers the count of every later phase by one.
