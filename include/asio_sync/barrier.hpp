@@ -35,14 +35,15 @@ namespace asio_sync {
 /// **The completion function** runs once per phase, on the thread that makes the last arrival,
 /// inside that call (`async_arrive_and_wait` or `arrive_and_drop`), without the barrier's internal
 /// lock held, and before the completion of any waiter of that phase is submitted: nobody
-/// continues before it has returned. It may call the barrier (to read `phase()`, say), but an
-/// arrival from inside it counts towards the next phase. If it throws, the phase has completed all
-/// the same: its waiters complete successfully, then the exception propagates out of the call
-/// that made the last arrival; an `async_arrive_and_wait` that throws this way never invokes its
-/// own handler (its arrival has counted). Two phases complete one after the other, but their
+/// continues before it has returned. It may call the barrier's observers (`phase()` is already
+/// the next phase's number). If it throws, the phase has completed all the same: its waiters
+/// complete successfully, then the exception propagates out of the call that made the last
+/// arrival; an `async_arrive_and_wait` that throws this way never invokes its own handler (its
+/// arrival has counted). A coroutine awaiting with `use_awaitable` or `as_tuple(use_awaitable)`
+/// gets the exception from its `co_await`. Two phases complete one after the other, but their
 /// completion functions may overlap if an arrival of the next phase comes from a thread other
-/// than the one running the function (only possible with arrivals that do not wait, or with
-/// one participant).
+/// than the one running the function (only possible with arrivals that do not wait, or with one
+/// participant).
 ///
 /// **Completion.** A handler is never invoked from inside an arrival, `cancel` or the
 /// destructor, and never while the barrier's internal lock is held. It runs through its
