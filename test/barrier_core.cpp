@@ -80,6 +80,23 @@ public:
         }
     }
 
+    // What a coroutine's arrival does: the last one goes on without a waiter, any other waits.
+    void await_arrival(std::size_t i)
+    {
+        waiter& x = waiters_[i];
+        waiter_list released;
+        std::size_t phase = 0;
+        const arrival arrived = core_.try_arrive_last(phase, released);
+        if (arrived == arrival::refused)
+            return fail("an arrival was refused");
+        if (arrived == arrival::would_wait)
+            return wait(i);
+        ++completed_phases_;
+        x.missing = phase;
+        complete(x, waiter_outcome::granted);
+        finish(released);
+    }
+
     void drop()
     {
         waiter_list released;
@@ -201,6 +218,19 @@ BOOST_AUTO_TEST_CASE(cancel_vs_arrivals_of_three)
                         s.cancel(0);
                     },
                     [](scripted& s) { s.wait(1); }, [](scripted& s) { s.wait(2); }}));
+}
+
+// Coroutine arrivals, which first ask whether they are the last, racing each other and a
+// cancellation: whether an arrival goes on without waiting or waits, each phase counts it once.
+BOOST_AUTO_TEST_CASE(awaited_arrivals_vs_cancel)
+{
+    report("awaited_arrivals_vs_cancel",
+           explore(2, 3,
+                   {[](scripted& s) {
+                        s.wait(0);
+                        s.cancel(0);
+                    },
+                    [](scripted& s) { s.await_arrival(1); }, [](scripted& s) { s.await_arrival(2); }}));
 }
 
 // A drop racing a cancellation: the drop completes the phase only if the cancelled arrival was

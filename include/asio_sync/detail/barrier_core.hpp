@@ -76,7 +76,6 @@ public:
         if (missing_ != 1)
             return arrival::would_wait;
         phase = phase_;
-        --missing_;
         complete_phase(released);
         return arrival::completed_phase;
     }
