@@ -14,7 +14,7 @@
 #include <asio_sync/detail/waiter_list.hpp>
 
 #include "support/dsched.hpp"
-#include "support/dsched_report.hpp"
+#include "support/dsched_scripted.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -44,22 +44,12 @@ struct waiter : semaphore_waiter
 // Scripted threads on one engine of `expected` participants. After every step: no waiter
 // completes twice. At the end, the arrivals that count (granted, still queued, drops) are exactly
 // the completed phases' and the current phase's, and each completed phase granted its waiters.
-class scripted : public dsched::scenario
+class scripted : public dsched::scripted_scenario<scripted>
 {
 public:
-    using script = std::function<void(scripted&)>;
-
     scripted(std::size_t expected, std::size_t waiters, std::vector<script> scripts)
-        : core_(expected), expected_(expected), waiters_(waiters), scripts_(std::move(scripts))
+        : scripted_scenario(std::move(scripts)), core_(expected), expected_(expected), waiters_(waiters)
     {
-    }
-
-    std::vector<std::function<void()>> threads() override
-    {
-        std::vector<std::function<void()>> bodies;
-        for (auto& s : scripts_)
-            bodies.push_back([this, &s] { s(*this); });
-        return bodies;
     }
 
     // What start_barrier_arrival does, the completion function aside.
@@ -176,7 +166,6 @@ private:
     std::size_t completed_phases_ = 0;
     std::size_t drops_ = 0;
     std::vector<waiter> waiters_;
-    std::vector<script> scripts_;
 };
 
 dsched::exploration explore(std::size_t expected, std::size_t waiters, std::vector<scripted::script> scripts)
