@@ -12,7 +12,7 @@
 #include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 
-#include "support/dsched.hpp"
+#include "support/dsched_scripted.hpp"
 #include "support/scripted_waiter.hpp"
 
 #include <cstddef>
@@ -24,7 +24,7 @@
 namespace dsched = asio_sync::test::dsched;
 using asio_sync::detail::waiter_list;
 using asio_sync::detail::waiter_outcome;
-using asio_sync::test::report;
+using asio_sync::test::dsched::report;
 using checked_core = asio_sync::detail::event_core<dsched::atomic, dsched::mutex>;
 using waiter = asio_sync::test::scripted_waiter;
 
@@ -33,22 +33,12 @@ namespace {
 // Scripted threads on one engine. After every step: no waiter completes twice. At the end:
 // every waiter completed once, except one still queued while the event is clear; none is queued
 // while the event is set (a lost wake-up).
-class scripted : public dsched::scenario
+class scripted : public dsched::scripted_scenario<scripted>
 {
 public:
-    using script = std::function<void(scripted&)>;
-
     scripted(bool initially_set, std::size_t waiters, std::vector<script> scripts)
-        : core_(initially_set), waiters_(waiters), scripts_(std::move(scripts))
+        : scripted_scenario(std::move(scripts)), core_(initially_set), waiters_(waiters)
     {
-    }
-
-    std::vector<std::function<void()>> threads() override
-    {
-        std::vector<std::function<void()>> bodies;
-        for (auto& s : scripts_)
-            bodies.push_back([this, &s] { s(*this); });
-        return bodies;
     }
 
     void wait(std::size_t i)
@@ -101,7 +91,6 @@ private:
 
     checked_core core_;
     std::vector<waiter> waiters_;
-    std::vector<script> scripts_;
 };
 
 dsched::exploration explore(bool initially_set, std::size_t waiters, std::vector<scripted::script> scripts)

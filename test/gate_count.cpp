@@ -14,7 +14,7 @@
 #include <asio_sync/detail/gate_count.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 
-#include "support/dsched.hpp"
+#include "support/dsched_scripted.hpp"
 #include "support/scripted_waiter.hpp"
 
 #include <cstddef>
@@ -25,7 +25,7 @@
 namespace dsched = asio_sync::test::dsched;
 using asio_sync::detail::waiter_list;
 using asio_sync::detail::waiter_outcome;
-using asio_sync::test::report;
+using asio_sync::test::dsched::report;
 using checked_count = asio_sync::detail::gate_count<dsched::atomic>;
 using checked_event = asio_sync::detail::event_core<dsched::atomic, dsched::mutex>;
 using closer = asio_sync::test::scripted_waiter;
@@ -36,24 +36,14 @@ namespace {
 // completed twice, and a close that succeeded found the gate closed and empty. At the end: the
 // gate was drained exactly once, every close completed once (granted, unless it was cancelled),
 // and no entry succeeded once a close had started.
-class scripted : public dsched::scenario
+class scripted : public dsched::scripted_scenario<scripted>
 {
 public:
-    using script = std::function<void(scripted&)>;
-
     scripted(std::size_t guards, std::size_t closers, std::vector<script> scripts)
-        : closers_(closers), scripts_(std::move(scripts))
+        : scripted_scenario(std::move(scripts)), closers_(closers)
     {
         for (std::size_t i = 0; i < guards; ++i)
             count_.try_enter();
-    }
-
-    std::vector<std::function<void()>> threads() override
-    {
-        std::vector<std::function<void()>> bodies;
-        for (auto& s : scripts_)
-            bodies.push_back([this, &s] { s(*this); });
-        return bodies;
     }
 
     // What initiate_gate_close does: close the count, drain if nobody is in, then wait.
@@ -137,7 +127,6 @@ private:
     checked_count count_;
     checked_event event_{false};
     std::vector<closer> closers_;
-    std::vector<script> scripts_;
     bool closing_ = false; // a close has started (scheduler threads never run at once)
     int drains_ = 0;
 };

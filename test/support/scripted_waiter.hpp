@@ -7,13 +7,11 @@
 #define ASIO_SYNC_TEST_SUPPORT_SCRIPTED_WAITER_HPP
 
 // What the interleaving checks of the broadcast engines (test/event_core.cpp, test/gate_count.cpp)
-// share: a waiter that records what became of it, and the report of an exploration.
+// share: a waiter that records what became of it.
 
 #include <asio_sync/detail/waiter_list.hpp>
 
-#include "support/dsched.hpp"
-
-#include <boost/test/unit_test.hpp>
+#include "support/dsched_scripted.hpp"
 
 namespace asio_sync::test {
 
@@ -57,14 +55,6 @@ void finish(Step step, Complete complete)
     step(done);
     while (detail::semaphore_waiter* x = done.pop_front())
         complete(static_cast<scripted_waiter&>(*x), x->outcome);
-}
-
-// Every schedule explored, none failed.
-inline void report(const char* name, const dsched::exploration& e)
-{
-    BOOST_TEST_MESSAGE(name << ": " << e.schedules << " schedules" << (e.complete ? ", all explored" : ""));
-    BOOST_TEST(e.failure.empty(), name << ": " << e.failure);
-    BOOST_TEST(e.complete);
 }
 
 } // namespace asio_sync::test

@@ -66,6 +66,28 @@ private:
     semaphore_waiter* waiter_;
 };
 
+// Installs the cancellation handler of `op`, if its handler has a connected slot. Called before
+// the waiter is visible to other threads, so no grant can race it. If that throws, the operation
+// is destroyed without invoking its handler, and the exception propagates.
+template <class Engine, class Op>
+void install_cancellation(Engine& engine, Op* op)
+{
+    auto& slot = op->slot();
+    if (!slot.is_connected())
+        return;
+    BOOST_TRY
+    {
+        op->cancel_ref = slot.template emplace<acquire_cancellation<Engine>>(engine, op).waiter_ref();
+    }
+    BOOST_CATCH(...)
+    {
+        op->destroy();
+        op->initiated(false);
+        BOOST_RETHROW
+    }
+    BOOST_CATCH_END
+}
+
 // An acquire of n permits that the lock-free attempt could not grant: n is more than the engine
 // holds, someone is queued, or the engine is closed. `op_args` go to Op::create after the handler,
 // the I/O executor and the grant.
@@ -82,22 +104,8 @@ void start_other_acquire(Engine& engine, Handler handler, const IoExecutor& io_e
         return post_completion(std::move(handler), io_ex, grant, error::closed, n);
 
     op_type* op = op_type::create(std::move(handler), io_ex, grant, std::forward<OpArgs>(op_args)...);
+    install_cancellation(engine, op);
     auto& slot = op->slot();
-    if (slot.is_connected())
-    {
-        // Installed before the waiter is visible to other threads, so no grant can race it.
-        BOOST_TRY
-        {
-            op->cancel_ref = slot.template emplace<acquire_cancellation<Engine>>(engine, op).waiter_ref();
-        }
-        BOOST_CATCH(...)
-        {
-            op->destroy();
-            op->initiated(false);
-            BOOST_RETHROW
-        }
-        BOOST_CATCH_END
-    }
     const waiter_outcome decided = engine.enqueue(*op, n);
     if (decided != waiter_outcome::pending)
     {
