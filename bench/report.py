@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 OURS = "ours"
 # Columns of the chart, in order; every peer of a scenario is one of these kinds.
-KINDS = [OURS, "bare reference", "Asio channel", "strand + deque", "std:: blocking", "Tokio 1.24"]
+KINDS = [OURS, "bare reference", "Asio channel", "strand + deque", "Asio timer", "std:: blocking", "Tokio 1.24"]
 
 
 @dataclass
@@ -133,6 +133,14 @@ SCENARIOS = [
         cpp("strand + deque", "strand semaphore of 4", "BM_strand_semaphore_rwlock/readers:4/writers:2/threads:2/real_time"),
         cpp("std:: blocking", "std::shared_mutex, 6 threads", "BM_std_shared_mutex/readers:4/writers:2/real_time"),
         tokio("rwlock readers:4 writers:2 threads:2", "RwLock"),
+    ]),
+    Scenario("barrier 4 tasks, 2 threads, per phase", [
+        cpp(OURS, "async_arrive_and_wait", "BM_barrier_round<ours>/tasks:4/threads:2/real_time"),
+        cpp("Asio channel", "atomic count + 2 concurrent_channels",
+            "BM_barrier_round<channel_barrier>/tasks:4/threads:2/real_time"),
+        cpp("Asio timer", "strand + steady_timer cancelled to wake",
+            "BM_barrier_round<timer_barrier>/tasks:4/threads:2/real_time"),
+        tokio("barrier tasks:4 threads:2", "Barrier"),
     ]),
     Scenario("drain 1,000,000 queued waiters, per hand-off", [
         cpp(OURS, "asio_sync::semaphore", "BM_drain<asio_sync::semaphore>"),

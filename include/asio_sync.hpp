@@ -15,8 +15,10 @@
 /// asio_sync::error. Everything in the nested `detail` namespace is internal.
 
 #include <asio_sync/auto_reset_event.hpp>
+#include <asio_sync/barrier.hpp>
 #include <asio_sync/condition_variable.hpp>
 #include <asio_sync/error.hpp>
+#include <asio_sync/gate.hpp>
 #include <asio_sync/latch.hpp>
 #include <asio_sync/manual_reset_event.hpp>
 #include <asio_sync/mutex.hpp>

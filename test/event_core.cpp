@@ -13,7 +13,8 @@
 #include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 
-#include "support/dsched.hpp"
+#include "support/dsched_scripted.hpp"
+#include "support/scripted_waiter.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -22,55 +23,32 @@
 #include <vector>
 
 namespace dsched = asio_sync::test::dsched;
-using asio_sync::detail::semaphore_waiter;
 using asio_sync::detail::waiter_list;
 using asio_sync::detail::waiter_outcome;
+using asio_sync::test::dsched::report;
 using checked_core = asio_sync::detail::event_core<dsched::atomic, dsched::mutex>;
+using waiter = asio_sync::test::scripted_waiter;
 
 namespace {
-
-// A waiter and what became of it.
-struct waiter : semaphore_waiter
-{
-    semaphore_waiter* handle = nullptr; // what the cancellation handler holds
-    int completions = 0;
-    waiter_outcome result = waiter_outcome::pending;
-    bool skipped = false; // a condition variable's wait that found the state ready
-};
 
 // Scripted threads on one engine. After every step: no waiter completes twice. At the end:
 // every waiter completed once, except one still queued while the event is clear; none is queued
 // while the event is set (a lost wake-up); and once a condition variable's state was made ready
 // and notified, a waiter still queued means another was granted (else the notification was lost).
-class scripted : public dsched::scenario
+class scripted : public dsched::scripted_scenario<scripted>
 {
 public:
-    using script = std::function<void(scripted&)>;
-
     scripted(bool initially_set, std::size_t waiters, std::vector<script> scripts)
-        : core_(initially_set), waiters_(waiters), scripts_(std::move(scripts))
+        : scripted_scenario(std::move(scripts)), core_(initially_set), waiters_(waiters), skipped_(waiters)
     {
     }
 
-    std::vector<std::function<void()>> threads() override
-    {
-        std::vector<std::function<void()>> bodies;
-        for (auto& s : scripts_)
-            bodies.push_back([this, &s] { s(*this); });
-        return bodies;
-    }
-
-    // What start_acquire does: the lock-free attempt, then the queue.
     void wait(std::size_t i)
     {
         waiter& x = waiters_[i];
-        x.handle = &x;
-        x.cancel_ref = &x.handle;
-        if (core_.try_acquire(1, false))
-            return complete(x, waiter_outcome::granted);
-        const waiter_outcome decided = core_.enqueue(x, 1);
+        const waiter_outcome decided = asio_sync::test::start_wait(core_, x);
         if (decided != waiter_outcome::pending)
-            complete(x, decided);
+            x.complete(decided);
     }
 
     // A condition variable's wait as basic_condition_variable::async_wait orders it: under the
@@ -79,7 +57,7 @@ public:
     {
         user_mutex_.lock();
         if (ready_)
-            waiters_[i].skipped = true;
+            skipped_[i] = true;
         else
             wait(i);
         user_mutex_.unlock();
@@ -115,11 +93,12 @@ public:
     {
         bool queued = false;
         bool granted = false;
-        for (const waiter& x : waiters_)
+        for (std::size_t i = 0; i < waiters_.size(); ++i)
         {
+            const waiter& x = waiters_[i];
             queued = queued || (x.completions == 0 && x.queued.load());
             granted = granted || x.result == waiter_outcome::granted;
-            if (x.completions == 1 || x.skipped)
+            if (x.completions == 1 || skipped_[i])
                 continue;
             if (!x.queued.load())
                 fail("a waiter neither completed nor queued");
@@ -137,35 +116,19 @@ private:
     template <class Step>
     void finish(Step step)
     {
-        waiter_list done;
-        step(done);
-        while (semaphore_waiter* x = done.pop_front())
-            complete(static_cast<waiter&>(*x), x->outcome);
-    }
-
-    void complete(waiter& x, waiter_outcome why)
-    {
-        ++x.completions;
-        x.result = why;
+        asio_sync::test::finish(step, [](waiter& x, waiter_outcome why) { x.complete(why); });
     }
 
     checked_core core_;
     dsched::mutex user_mutex_; // the caller's asio_sync::mutex
     bool ready_ = false;       // the condition variable's state, guarded by user_mutex_
     std::vector<waiter> waiters_;
-    std::vector<script> scripts_;
+    std::vector<bool> skipped_; // waits that found the state ready and did not queue
 };
 
 dsched::exploration explore(bool initially_set, std::size_t waiters, std::vector<scripted::script> scripts)
 {
     return dsched::explore([&] { return std::make_unique<scripted>(initially_set, waiters, scripts); });
-}
-
-void report(const char* name, const dsched::exploration& e)
-{
-    BOOST_TEST_MESSAGE(name << ": " << e.schedules << " schedules" << (e.complete ? ", all explored" : ""));
-    BOOST_TEST(e.failure.empty(), name << ": " << e.failure);
-    BOOST_TEST(e.complete);
 }
 
 } // namespace

@@ -22,22 +22,15 @@
 
 namespace {
 
-// Sanitizer runtimes replace operator new themselves; there only the allocator is counted.
-std::atomic<std::size_t> global_news{0};
-
-bool count_operator_new() noexcept
-{
-    global_news.fetch_add(1, std::memory_order_relaxed);
-    return false;
-}
-
-const asio_sync::test::operator_new_hook counting_operator_new(&count_operator_new);
+// Sanitizer runtimes replace operator new themselves; there only the handler allocator is counted.
+const asio_sync::test::operator_new_hook counting_operator_new(&asio_sync::test::count_operator_new);
 
 } // namespace
 
 namespace asio = boost::asio;
 using asio_sync::test::allocation_counts;
 using asio_sync::test::counting_allocator;
+using asio_sync::test::global_news;
 using boost::system::error_code;
 
 namespace {

@@ -309,6 +309,14 @@ public:
         return old;
     }
 
+    T fetch_sub(T delta, std::memory_order = std::memory_order_seq_cst)
+    {
+        scheduler::point();
+        const T old = value_;
+        value_ = old - delta;
+        return old;
+    }
+
 private:
     T value_;
 };

@@ -11,6 +11,7 @@
 // a test can count them or make one fail. Sanitizer runtimes replace operator new themselves:
 // there nothing is replaced, and ASIO_SYNC_TEST_SANITIZED is defined.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
@@ -33,6 +34,17 @@ struct operator_new_hook
 {
     explicit operator_new_hook(bool (*hook)() noexcept) noexcept { on_operator_new = hook; }
 };
+
+// How many times the replaced operator new ran with count_operator_new as the hook: for the
+// tests that check an operation allocates nothing but through its handler's allocator. Stays 0
+// under sanitizers, where only the allocator is counted.
+inline std::atomic<std::size_t> global_news{0};
+
+inline bool count_operator_new() noexcept
+{
+    global_news.fetch_add(1, std::memory_order_relaxed);
+    return false;
+}
 
 } // namespace asio_sync::test
 

@@ -5,7 +5,7 @@
 
 //! The reference side of bench/uncontended.cpp, bench/contended.cpp, bench/locks.cpp and
 //! bench/drain.cpp on Tokio: the same scenarios (task counts, permits, worker threads, operations
-//! per task, queued waiters) with tokio::sync's Semaphore, Mutex and RwLock, so that the C++
+//! per task, queued waiters) with tokio::sync's Semaphore, Mutex, RwLock and Barrier, so that the C++
 //! figures can be read as ratios against Tokio.
 //!
 //! Method, as close to the Google Benchmark runs as Tokio allows: one runtime per scenario that
@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Builder, Runtime};
-use tokio::sync::{Mutex, Notify, RwLock, Semaphore};
+use tokio::sync::{Barrier, Mutex, Notify, RwLock, Semaphore};
 
 /// Counts heap allocations and bytes, for the memory per queued waiter of the drain scenario: the
 /// counterpart of the malloc interposer in bench/support/heap_counter.hpp.
@@ -365,6 +365,36 @@ fn notify(threads: usize) -> Scenario {
     })
 }
 
+/// `tasks` tasks each wait ROUNDS times on a barrier of `tasks` parties: the counterpart of
+/// bench/barrier.cpp. An operation is one phase.
+fn barrier(tasks: usize, threads: usize) -> Scenario {
+    let rt = runtime(threads);
+    Scenario::new(
+        format!("barrier tasks:{tasks} threads:{threads}"),
+        move || {
+            let b = Arc::new(Barrier::new(tasks));
+            let leaders = Arc::new(AtomicU64::new(0));
+            let work = (0..tasks)
+                .map(|_| {
+                    let b = b.clone();
+                    let leaders = leaders.clone();
+                    async move {
+                        for _ in 0..ROUNDS {
+                            if b.wait().await.is_leader() {
+                                leaders.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        ROUNDS
+                    }
+                })
+                .collect();
+            let batch = timed(|| run_tasks(&rt, work) / tasks as u64);
+            assert_eq!(leaders.load(Ordering::Relaxed), ROUNDS, "a phase without exactly one leader");
+            batch
+        },
+    )
+}
+
 /// Two fields a writer changes one after the other; a reader that sees them differ saw a
 /// half-done write, which the lock must make impossible.
 #[derive(Default)]
@@ -515,6 +545,7 @@ fn main() {
         Box::new(mixed),
         Box::new(|| mutex(4, 2)),
         Box::new(|| rwlock(4, 2, 2)),
+        Box::new(|| barrier(4, 2)),
         Box::new(|| notify(2)),
         Box::new(drain),
     ];

@@ -7,9 +7,10 @@
 //
 // Each accepted connection becomes a session that waits, in FIFO order, for one of the K permits
 // of an asio_sync::semaphore. While it waits it watches its socket: a client that hangs up leaves
-// the queue through per-operation cancellation. When the run is over the server stops accepting
-// and closes the semaphore: queued sessions are turned away, active ones finish, and
-// io_context::run() returns by itself because no work is left.
+// the queue through per-operation cancellation. Every session holds an entry in an asio_sync::gate.
+// When the run is over the server stops accepting and closes the semaphore, so queued sessions are
+// turned away and active ones finish, then closes the gate and waits for every session still in
+// flight before it reports; io_context::run() returns by itself because no work is left.
 //
 // One exchange per connection:
 //   client -> "REQUEST <id>\n"
@@ -19,6 +20,7 @@
 // The same process runs a crowd of loopback clients, each with its own patience: a client that
 // has waited longer than that for its reply hangs up and, after a pause, tries again.
 
+#include <asio_sync/gate.hpp>
 #include <asio_sync/semaphore.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -195,6 +197,9 @@ struct server_stats
     std::atomic<std::size_t> abandoned{0};
     std::atomic<std::size_t> abandoned_after_grant{0};
     std::atomic<std::size_t> turned_away{0};
+    std::size_t drained = 0; // sessions in flight at shutdown, all waited for
+    double drain_ms = 0;     // from the gate's close until the last of them ended
+    bool drained_ok = false; // the close completed and no session was left in the gate
 
     std::mutex wait_mutex;
     std::vector<double> wait_ms; // per served session: from its request to its permit
@@ -310,8 +315,10 @@ void watch_client(tcp::socket& socket, std::shared_ptr<client_watch> watch)
     });
 }
 
-awaitable<void> serve_session(tcp::socket socket, asio_sync::semaphore& limit, server_stats& stats,
-                              milliseconds work_time)
+// `in_flight` is the session's entry in the server's gate: it leaves when the coroutine ends, on
+// whichever path.
+awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::gate::guard in_flight,
+                              asio_sync::semaphore& limit, server_stats& stats, milliseconds work_time)
 {
     std::string request;
     auto [read_ec, request_size] =
@@ -373,8 +380,8 @@ awaitable<void> serve_session(tcp::socket socket, asio_sync::semaphore& limit, s
 }
 
 awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::executor_type io_executor,
-                                asio_sync::semaphore& limit, server_stats& stats, std::uint64_t seed,
-                                std::atomic<bool>& failed)
+                                asio_sync::gate& sessions, asio_sync::semaphore& limit, server_stats& stats,
+                                std::uint64_t seed, std::atomic<bool>& failed)
 {
     for (std::uint64_t session_number = 0;; ++session_number)
     {
@@ -389,11 +396,15 @@ awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::execu
             co_await pause.async_wait(as_result);
             continue;
         }
+        asio_sync::gate::guard in_flight = sessions.try_enter();
+        if (!in_flight)
+            co_return; // accepted as the server shut down: the socket closes unserved
         tcp::socket socket(std::move(peer));
         const auto session_executor = socket.get_executor();
         const milliseconds work_time(work_min_ms +
                                      seed_for(seed, session_number) % (work_max_ms - work_min_ms + 1));
-        asio::co_spawn(session_executor, serve_session(std::move(socket), limit, stats, work_time),
+        asio::co_spawn(session_executor,
+                       serve_session(std::move(socket), std::move(in_flight), limit, stats, work_time),
                        fail_on_exception{"session", &failed});
     }
 }
@@ -415,7 +426,8 @@ awaitable<void> report_progress(clock_type::time_point start, asio_sync::semapho
 }
 
 awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_point start,
-                             tcp::acceptor& acceptor, asio_sync::semaphore& limit)
+                             tcp::acceptor& acceptor, asio_sync::semaphore& limit, asio_sync::gate& sessions,
+                             server_stats& stats)
 {
     asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
     co_await timer.async_wait(as_result);
@@ -425,6 +437,15 @@ awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_p
     limit.close(); // queued sessions complete with error::closed; active ones finish their turn
     std::printf("%5.2fs  shutting down: acceptor closed, semaphore closed with %zu sessions queued\n",
                 seconds_since(start), queued);
+
+    // No session starts from here on; wait for those in flight (active, or answering CLOSED).
+    stats.drained = sessions.count();
+    const auto closed_at = clock_type::now();
+    auto [close_ec] = co_await sessions.async_close(as_result);
+    stats.drain_ms = std::chrono::duration<double, std::milli>(clock_type::now() - closed_at).count();
+    stats.drained_ok = !close_ec && sessions.count() == 0;
+    std::printf("%5.2fs  drained: the %zu sessions in flight at shutdown have ended\n", seconds_since(start),
+                stats.drained);
 }
 
 awaitable<void> run_client(std::size_t client, tcp::endpoint server, client_stats& stats, std::uint64_t seed)
@@ -501,6 +522,7 @@ int main(int argc, char** argv)
 
     asio::io_context ctx(io_threads);
     asio_sync::semaphore limit(ctx, opts.k);
+    asio_sync::gate sessions(ctx); // every session in flight holds an entry
     server_stats server;
     client_stats clients;
     std::atomic<bool> failed{false};
@@ -517,11 +539,13 @@ int main(int argc, char** argv)
         std::chrono::duration<double>(opts.duration).count(), io_threads);
 
     const auto start = clock_type::now();
-    asio::co_spawn(server_strand, accept_sessions(acceptor, ctx.get_executor(), limit, server, seed, failed),
+    asio::co_spawn(server_strand,
+                   accept_sessions(acceptor, ctx.get_executor(), sessions, limit, server, seed, failed),
                    fail_on_exception{"accept loop", &failed});
     asio::co_spawn(server_strand, report_progress(start, limit, server),
                    fail_on_exception{"report", &failed});
-    asio::co_spawn(server_strand, shut_down_at(start + opts.duration, start, acceptor, limit),
+    asio::co_spawn(server_strand,
+                   shut_down_at(start + opts.duration, start, acceptor, limit, sessions, server),
                    fail_on_exception{"shutdown", &failed});
     for (std::size_t client = 0; client < opts.clients; ++client)
     {
@@ -554,6 +578,8 @@ int main(int argc, char** argv)
     std::printf("  abandoned waits           %zu (%zu of them raced the grant; permit given back)\n",
                 server.abandoned.load(), server.abandoned_after_grant.load());
     std::printf("  turned away at shutdown   %zu\n", server.turned_away.load());
+    std::printf("  drained at shutdown       %zu sessions in %.1f ms  all ended: %s\n", server.drained,
+                server.drain_ms, server.drained_ok ? "yes" : "NO");
     std::printf("  clients saw               %zu replies, %zu gave up waiting, %zu turned away\n",
                 clients.replies.load(), clients.gave_up.load(), clients.turned_away.load());
     if (waits.empty())
@@ -562,5 +588,5 @@ int main(int argc, char** argv)
         std::printf("  wait p50/p90/p99/max      %.1f / %.1f / %.1f / %.1f ms\n", percentile(waits, 50),
                     percentile(waits, 90), percentile(waits, 99), waits.back());
 
-    return peak_ok && permits_ok && !failed.load() ? 0 : 1;
+    return peak_ok && permits_ok && server.drained_ok && !failed.load() ? 0 : 1;
 }

@@ -97,9 +97,9 @@ public:
     {
         const allocator_type alloc = get_allocator();
         submit_granted(grant_, ec, n, [&] {
-            work_.complete(
-                completion<Handler, grant_result_t<Grant>>(std::move(handler_), grant_(ec), std::move(slot_)),
-                alloc, how);
+            work_.complete(completion<Handler, grant_result_t<Grant>>(
+                               std::move(handler_), grant_arguments(grant_, ec, n), std::move(slot_)),
+                           alloc, how);
         });
     }
 

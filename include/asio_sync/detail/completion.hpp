@@ -77,8 +77,9 @@ BOOST_FORCEINLINE void post_completion(Handler handler, const IoExecutor& io_ex,
     const auto alloc = get_handler_allocator(handler);
     const auto ex = boost::asio::get_associated_executor(handler, io_ex);
     submit_granted(grant, ec, n, [&] {
-        submit(ex, completion<Handler, grant_result_t<Grant>>(std::move(handler), grant(ec)), alloc,
-               relation::continuation);
+        submit(ex,
+               completion<Handler, grant_result_t<Grant>>(std::move(handler), grant_arguments(grant, ec, n)),
+               alloc, relation::continuation);
     });
 }
 

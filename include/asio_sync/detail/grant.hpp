@@ -12,6 +12,7 @@
 #include <mutex>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace asio_sync::detail {
 
@@ -23,13 +24,24 @@ namespace asio_sync::detail {
 //  - `operator()(error_code ec) const`: the handler's arguments as a tuple, error code first, made
 //    at the moment the outcome is decided, before the completion is submitted. What it makes may
 //    own the permits (a permit object, a lock guard), so that a handler destroyed without running
-//    still gives them back;
+//    still gives them back. A grant that hands over the waiter's count (a barrier's phase) has
+//    `operator()(error_code ec, std::size_t n) const` instead;
 //  - `undelivered(std::size_t n) const noexcept`: called when a granted completion of n permits
 //    cannot be submitted (its executor or allocator throws). It gives back what nothing else owns,
 //    and does nothing for grants whose arguments own the permits: their destructors have already
 //    given them back.
 template <class Grant>
-using grant_result_t = std::invoke_result_t<const Grant&, boost::system::error_code>;
+auto grant_arguments(const Grant& grant, boost::system::error_code ec, std::size_t n)
+{
+    if constexpr (std::is_invocable_v<const Grant&, boost::system::error_code, std::size_t>)
+        return grant(ec, n);
+    else
+        return grant(ec);
+}
+
+template <class Grant>
+using grant_result_t =
+    decltype(grant_arguments(std::declval<const Grant&>(), boost::system::error_code(), std::size_t()));
 
 // The grant of a scoped lock: on success the handler receives a `Lock` (std::unique_lock or
 // std::shared_lock) that adopts the lock. On error the Lock owns nothing.
@@ -61,6 +73,22 @@ struct signal_grant
     std::tuple<boost::system::error_code> operator()(boost::system::error_code ec) const noexcept
     {
         return std::tuple<boost::system::error_code>(ec);
+    }
+
+    void undelivered(std::size_t) const noexcept {}
+};
+
+// The grant of a barrier arrival: the handler receives the error code and the phase the arrival
+// belonged to, which the barrier keeps as the waiter's count. The arrival has counted whether or
+// not the completion is delivered: nothing to give back.
+struct phase_grant
+{
+    static constexpr bool to_permit = false;
+
+    std::tuple<boost::system::error_code, std::size_t> operator()(boost::system::error_code ec,
+                                                                  std::size_t phase) const noexcept
+    {
+        return {ec, phase};
     }
 
     void undelivered(std::size_t) const noexcept {}

@@ -66,28 +66,36 @@ private:
     semaphore_waiter* waiter_;
 };
 
+// Installs the cancellation handler of `op`, if its handler has a connected slot. Called before
+// the waiter is visible to other threads, so no grant can race it. If that throws, the operation
+// is destroyed without invoking its handler, and the exception propagates.
+template <class Engine, class Op>
+void install_cancellation(Engine& engine, Op* op)
+{
+    auto& slot = op->slot();
+    if (!slot.is_connected())
+        return;
+    BOOST_TRY
+    {
+        op->cancel_ref = slot.template emplace<acquire_cancellation<Engine>>(engine, op).waiter_ref();
+    }
+    BOOST_CATCH(...)
+    {
+        op->destroy();
+        op->initiated(false);
+        BOOST_RETHROW
+    }
+    BOOST_CATCH_END
+}
+
 // Queues a created operation `op` for n permits on `engine`, or decides it at once: the part of an
 // acquire after its operation exists, shared with the waits whose initiation needs more than an
 // acquire (a condition variable's).
 template <class Engine, class Op>
 void queue_op(Engine& engine, Op* op, std::size_t n)
 {
+    install_cancellation(engine, op);
     auto& slot = op->slot();
-    if (slot.is_connected())
-    {
-        // Installed before the waiter is visible to other threads, so no grant can race it.
-        BOOST_TRY
-        {
-            op->cancel_ref = slot.template emplace<acquire_cancellation<Engine>>(engine, op).waiter_ref();
-        }
-        BOOST_CATCH(...)
-        {
-            op->destroy();
-            op->initiated(false);
-            BOOST_RETHROW
-        }
-        BOOST_CATCH_END
-    }
     const waiter_outcome decided = engine.enqueue(*op, n);
     if (decided != waiter_outcome::pending)
     {

@@ -1,0 +1,264 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_GATE_HPP
+#define ASIO_SYNC_GATE_HPP
+
+#include <asio_sync/detail/access.hpp>
+#include <asio_sync/detail/event_core.hpp>
+#include <asio_sync/detail/gate_close.hpp>
+#include <asio_sync/detail/gate_count.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace asio_sync {
+
+/// An asynchronous gate for Asio: it counts the tasks in flight and, at shutdown, stops admitting
+/// new ones and waits for those in flight, as Seastar's `gate` does.
+///
+/// Each task enters with `try_enter()`, which returns a `guard`; the task is in flight while its
+/// guard lives. `async_close` closes the gate, so that every later `try_enter()` returns an empty
+/// guard, and completes once every guard is gone: at once (posted) if none is alive, otherwise
+/// when the last one is released. Several `async_close` calls all complete then, oldest first.
+///
+/// **Closing is not undone.** A gate closes once and for all, when the first `async_close` starts;
+/// cancelling that close completes its wait with `operation_aborted` but the gate stays closed
+/// (and drains as before, for the other closes). Seastar's `gate::close()` is also final, and its
+/// future cannot be abandoned at all; it also allows a single close, where here any number of
+/// closes may wait. To admit tasks again, make a new gate.
+///
+/// **Completion.** A handler is never invoked from inside `async_close`, `try_enter`, a guard's
+/// release or the destructor, and never while the gate's internal lock is held. It runs through
+/// its associated executor (by default the gate's), as if by `boost::asio::post`, and the
+/// operation keeps that executor's work outstanding until then.
+///
+/// **Faults.** A completion that cannot be submitted (the handler's associated allocator or
+/// executor throws) loses only its own handler, which is destroyed without being invoked; the
+/// other closes still complete and the guard release that drained the gate does not throw. An
+/// `async_close` decided at once whose completion cannot be submitted throws; the gate stays
+/// closed.
+///
+/// **Allocation.** `try_enter`, the guards and an `async_close` on a drained gate allocate nothing
+/// of their own. An `async_close` that has to wait allocates one operation object with the
+/// handler's associated allocator; nothing else.
+///
+/// **Thread safety.** Every member function may be called concurrently from any thread.
+/// `try_enter`, `count`, `is_closed` and a guard's release are lock-free: `count` and `is_closed`
+/// are one atomic load, `try_enter` one compare-and-swap (retried only if another entry, a release
+/// or a close changed the count meanwhile), a release one atomic subtraction. Only the release of
+/// the last guard of a closed gate takes the internal lock, to complete the closes.
+///
+/// **Memory ordering.** Everything a task did before its guard was released happens-before the
+/// completion of every `async_close` that waited for it. No guard is granted after a close has
+/// started.
+///
+/// **Lifetime.** The gate must outlive its guards and any call on it. It may outlive its execution
+/// context: context shutdown destroys the waiting closes' handlers without invoking them.
+///
+/// **Not copyable, not movable:** guards and queued operations refer to the gate by address.
+///
+/// @tparam Executor The I/O executor: the default executor for completion handlers, and the
+/// context whose shutdown destroys pending operations.
+template <class Executor = boost::asio::any_io_executor>
+class basic_gate
+{
+public:
+    /// The type of the executor associated with the gate.
+    using executor_type = Executor;
+
+    /// Rebinds the gate to another executor type.
+    ///
+    /// @tparam OtherExecutor The executor type to rebind to.
+    template <class OtherExecutor>
+    struct rebind_executor
+    {
+        /// The gate type when rebound to the specified executor.
+        using other = basic_gate<OtherExecutor>;
+    };
+
+    class guard;
+
+    /// Constructs an open gate with no task in it.
+    ///
+    /// @param ex The I/O executor: the default executor of completion handlers.
+    explicit basic_gate(const executor_type& ex)
+        : executor_(ex), drained_(boost::asio::query(executor_, boost::asio::execution::context), false)
+    {
+    }
+
+    /// Constructs an open gate that uses the context's executor.
+    ///
+    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
+    /// executor converts to `executor_type`.
+    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    template <
+        class ExecutionContext,
+        std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
+    explicit basic_gate(ExecutionContext& ctx) : basic_gate(executor_type(ctx.get_executor()))
+    {
+    }
+
+    /// Not copyable (nor movable): guards and operations refer to the gate by address.
+    basic_gate(const basic_gate&) = delete;
+    /// Not copy-assignable (nor move-assignable).
+    basic_gate& operator=(const basic_gate&) = delete;
+
+    /// Destroys the gate. No guard may be alive, hence no close is still waiting: the last guard's
+    /// release completed them all.
+    ~basic_gate() = default;
+
+    /// Returns the executor associated with the gate.
+    const executor_type& get_executor() const noexcept { return executor_; }
+
+    /// Enters the gate, unless it is closed. Lock-free.
+    ///
+    /// @returns a guard that holds the entry until it is released or destroyed; an empty guard
+    /// (false) if an `async_close` has started.
+    guard try_enter() noexcept
+    {
+        if (!count_.try_enter())
+            return guard();
+        return detail::access::construct<guard>(*this);
+    }
+
+    /// Returns the number of guards alive. Lock-free; the value may be stale at once.
+    std::size_t count() const noexcept { return count_.count(); }
+
+    /// Returns true once an `async_close` has started: `try_enter` fails from then on. Lock-free.
+    bool is_closed() const noexcept { return count_.is_closed(); }
+
+    /// Closes the gate and waits until every guard is gone.
+    ///
+    /// From the moment the operation starts, `try_enter` returns empty guards. If no guard is
+    /// alive, the operation completes at once (posted, never inline); otherwise it is queued until
+    /// the last guard is released, which completes every queued close, oldest first. Closing a
+    /// closed gate only waits.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
+    /// same: the close stops waiting and completes with `operation_aborted`. The gate stays closed
+    /// and the other closes keep waiting. A cancellation that races the last guard's release has
+    /// exactly one outcome. A close decided at initiation is not cancellable.
+    ///
+    /// @par Executor
+    /// The handler is submitted to its associated executor (default: `get_executor()`) as if by
+    /// `boost::asio::post`; outstanding work is tracked on it from initiation until then.
+    ///
+    /// @par Errors
+    /// - none: every guard is gone.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation while the close was
+    ///   waiting.
+    /// .
+    /// If the completion of a close decided at once cannot be submitted, this function throws what
+    /// the executor or allocator threw; a close that cannot allocate its operation throws. Either
+    /// way the gate is closed.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  CloseToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_close(CloseToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<CloseToken, void(boost::system::error_code)>(
+            detail::initiate_gate_close<Executor>(executor_, count_, drained_), token);
+    }
+
+private:
+    // The release of a guard: the last one of a closed gate completes the closes, the first as
+    // the releaser's continuation.
+    void leave()
+    {
+        if (count_.leave())
+            drained_.set();
+    }
+
+    executor_type executor_;
+    detail::gate_count<> count_;
+    detail::event_impl drained_; // set once the gate is closed and every guard is gone
+};
+
+/// An entry in a gate: the task that holds it is in flight, and closes of the gate wait for it.
+///
+/// Move-only, like `basic_semaphore::permit`. Destroying a guard, or calling `release()`, leaves
+/// the gate; the release of the last guard of a closed gate completes the waiting closes (posted,
+/// never inside the release). An empty guard (from a closed gate, default-constructed or moved
+/// from) holds nothing and converts to false.
+///
+/// **Thread safety:** distinct guards may be released concurrently, also guards of the same gate;
+/// one guard object must not be used by two threads at once.
+template <class Executor>
+class basic_gate<Executor>::guard
+{
+public:
+    /// Constructs an empty guard, which holds no entry.
+    guard() noexcept = default;
+
+    /// Takes over the entry `other` holds; `other` then holds nothing.
+    ///
+    /// @param other The guard to take over.
+    guard(guard&& other) noexcept : gate_(std::exchange(other.gate_, nullptr)) {}
+
+    /// Leaves the gate (as `release()`), then takes over the entry `other` holds; `other` then
+    /// holds nothing. Self-assignment does nothing.
+    ///
+    /// @param other The guard to take over.
+    /// @returns `*this`.
+    guard& operator=(guard&& other) noexcept
+    {
+        if (this != &other)
+        {
+            release();
+            gate_ = std::exchange(other.gate_, nullptr);
+        }
+        return *this;
+    }
+
+    /// Not copyable: each entry is held by one object.
+    guard(const guard&) = delete;
+    /// Not copy-assignable.
+    guard& operator=(const guard&) = delete;
+
+    /// Leaves the gate, as `release()` does.
+    ~guard() { release(); }
+
+    /// Returns true if the guard holds an entry.
+    explicit operator bool() const noexcept { return gate_ != nullptr; }
+
+    /// Leaves the gate now; afterwards the guard holds nothing. Does nothing on an empty guard.
+    void release()
+    {
+        if (gate_)
+            std::exchange(gate_, nullptr)->leave();
+    }
+
+private:
+    friend detail::access;
+
+    explicit guard(basic_gate& owner) noexcept : gate_(&owner) {}
+
+    basic_gate* gate_ = nullptr;
+};
+
+/// A gate with the default executor type, `boost::asio::any_io_executor`.
+using gate = basic_gate<>;
+
+} // namespace asio_sync
+
+#endif // ASIO_SYNC_GATE_HPP

@@ -1,0 +1,186 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+// The gate's count and the event its closes wait on, under the interleaving checker: every
+// interleaving of their shared-memory steps, with entries, leaves, closes and cancellations of
+// closes on separate threads, glued together as basic_gate glues them.
+
+#define BOOST_TEST_MODULE gate_count
+#include <boost/test/unit_test.hpp>
+
+#include <asio_sync/detail/event_core.hpp>
+#include <asio_sync/detail/gate_count.hpp>
+#include <asio_sync/detail/waiter_list.hpp>
+
+#include "support/dsched_scripted.hpp"
+#include "support/scripted_waiter.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace dsched = asio_sync::test::dsched;
+using asio_sync::detail::waiter_list;
+using asio_sync::detail::waiter_outcome;
+using asio_sync::test::dsched::report;
+using checked_count = asio_sync::detail::gate_count<dsched::atomic>;
+using checked_event = asio_sync::detail::event_core<dsched::atomic, dsched::mutex>;
+using closer = asio_sync::test::scripted_waiter;
+
+namespace {
+
+// Scripted threads on one gate that starts with `guards` entries. After every step: no close
+// completed twice, and a close that succeeded found the gate closed and empty. At the end: the
+// gate was drained exactly once, every close completed once (granted, unless it was cancelled),
+// and no entry succeeded once a close had started.
+class scripted : public dsched::scripted_scenario<scripted>
+{
+public:
+    scripted(std::size_t guards, std::size_t closers, std::vector<script> scripts)
+        : scripted_scenario(std::move(scripts)), closers_(closers)
+    {
+        for (std::size_t i = 0; i < guards; ++i)
+            count_.try_enter();
+    }
+
+    // What initiate_gate_close does: close the count, drain if nobody is in, then wait.
+    void close(std::size_t i)
+    {
+        if (count_.close())
+            drain();
+        closing_ = true;
+        closer& x = closers_[i];
+        const waiter_outcome decided = asio_sync::test::start_wait(event_, x);
+        if (decided != waiter_outcome::pending)
+            complete(x, decided);
+    }
+
+    // What a guard's release does.
+    void leave()
+    {
+        if (count_.leave())
+            drain();
+    }
+
+    // An entry that leaves again at once if it got in.
+    void enter_and_leave()
+    {
+        const bool closing = closing_;
+        if (!count_.try_enter())
+            return;
+        if (closing)
+            fail("an entry succeeded after a close started");
+        leave();
+    }
+
+    void cancel(std::size_t i)
+    {
+        finish([&](waiter_list& done) { event_.cancel(&closers_[i].handle, waiter_outcome::aborted, done); });
+    }
+
+    void check_step() override
+    {
+        for (const closer& x : closers_)
+            if (x.completions > 1)
+                fail("a close completed twice");
+    }
+
+    void check_end() override
+    {
+        if (drains_ != 1)
+            fail(drains_ == 0 ? "the gate was never drained" : "the gate was drained twice");
+        if (count_.count() != 0 || !count_.is_closed())
+            fail("the gate ended open or with guards");
+        for (const closer& x : closers_)
+        {
+            if (x.completions != 1)
+                fail(x.queued.load() ? "a close is queued on a drained gate: lost wake-up"
+                                     : "a close neither completed nor queued");
+            else if (x.result != waiter_outcome::granted && x.result != waiter_outcome::aborted)
+                fail("a close completed with an unexpected outcome");
+        }
+    }
+
+private:
+    void drain()
+    {
+        ++drains_;
+        finish([&](waiter_list& done) { event_.set(done); });
+    }
+
+    template <class Step>
+    void finish(Step step)
+    {
+        asio_sync::test::finish(step, [this](closer& x, waiter_outcome why) { complete(x, why); });
+    }
+
+    void complete(closer& x, waiter_outcome why)
+    {
+        x.complete(why);
+        if (why == waiter_outcome::granted && (count_.count() != 0 || !count_.is_closed()))
+            fail("a close succeeded while a guard was alive");
+    }
+
+    checked_count count_;
+    checked_event event_{false};
+    std::vector<closer> closers_;
+    bool closing_ = false; // a close has started (scheduler threads never run at once)
+    int drains_ = 0;
+};
+
+dsched::exploration explore(std::size_t guards, std::size_t closers, std::vector<scripted::script> scripts)
+{
+    return dsched::explore([&] { return std::make_unique<scripted>(guards, closers, scripts); });
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(gate_count)
+
+// The window of the issue: the last guard leaves while the close starts.
+BOOST_AUTO_TEST_CASE(last_leave_vs_close)
+{
+    report("last_leave_vs_close",
+           explore(1, 1, {[](scripted& s) { s.close(0); }, [](scripted& s) { s.leave(); }}));
+}
+
+BOOST_AUTO_TEST_CASE(last_leave_vs_two_closes)
+{
+    report("last_leave_vs_two_closes", explore(1, 2,
+                                               {[](scripted& s) {
+                                                    s.close(0);
+                                                    s.close(1);
+                                                },
+                                                [](scripted& s) { s.leave(); }}));
+}
+
+// An entry racing the close: it gets in before the close and is waited for, or is refused.
+BOOST_AUTO_TEST_CASE(entry_vs_close_vs_last_leave)
+{
+    report("entry_vs_close_vs_last_leave",
+           explore(1, 1,
+                   {[](scripted& s) { s.close(0); }, [](scripted& s) { s.enter_and_leave(); },
+                    [](scripted& s) { s.leave(); }}));
+}
+
+BOOST_AUTO_TEST_CASE(close_of_an_empty_gate_vs_an_entry)
+{
+    report("close_of_an_empty_gate_vs_an_entry",
+           explore(0, 1, {[](scripted& s) { s.close(0); }, [](scripted& s) { s.enter_and_leave(); }}));
+}
+
+// A cancellation racing the last leave: exactly one outcome, success or operation_aborted.
+BOOST_AUTO_TEST_CASE(cancel_vs_last_leave)
+{
+    report("cancel_vs_last_leave", explore(1, 1,
+                                           {[](scripted& s) {
+                                                s.close(0);
+                                                s.cancel(0);
+                                            },
+                                            [](scripted& s) { s.leave(); }}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
