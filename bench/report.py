@@ -148,6 +148,12 @@ SCENARIOS = [
         cpp("strand + deque", "strand semaphore", "BM_drain<strand_semaphore>"),
         tokio("drain waiters:1000000", "Semaphore, 1,000,000 tasks"),
     ]),
+    Scenario("notify hand-off between 2 coroutines, 2 threads", [
+        cpp(OURS, "condition_variable + mutex", "BM_condition_variable_notify_one/threads:2/real_time"),
+        cpp("bare reference", "steady_timer cancelled to wake, on a strand", "BM_timer_cancel_handoff/threads:2/real_time"),
+        cpp("Asio channel", "concurrent_channel per direction", "BM_channel_handoff/threads:2/real_time"),
+        tokio("notify handoff threads:2", "Notify per direction + Mutex"),
+    ]),
 ]
 
 ALLOCATION_BENCHMARKS = [

@@ -4,7 +4,8 @@
 // file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
 
 // The broadcast engine of manual_reset_event under the interleaving checker: every interleaving
-// of its shared-memory steps, with waits, sets, resets and cancellations on separate threads.
+// of its shared-memory steps, with waits, sets, resets and cancellations on separate threads. The
+// same engine queues condition_variable's waits, which notify_one grants one at a time.
 
 #define BOOST_TEST_MODULE event_core
 #include <boost/test/unit_test.hpp>
@@ -32,12 +33,13 @@ namespace {
 
 // Scripted threads on one engine. After every step: no waiter completes twice. At the end:
 // every waiter completed once, except one still queued while the event is clear; none is queued
-// while the event is set (a lost wake-up).
+// while the event is set (a lost wake-up); and once a condition variable's state was made ready
+// and notified, a waiter still queued means another was granted (else the notification was lost).
 class scripted : public dsched::scripted_scenario<scripted>
 {
 public:
     scripted(bool initially_set, std::size_t waiters, std::vector<script> scripts)
-        : scripted_scenario(std::move(scripts)), core_(initially_set), waiters_(waiters)
+        : scripted_scenario(std::move(scripts)), core_(initially_set), waiters_(waiters), skipped_(waiters)
     {
     }
 
@@ -47,6 +49,27 @@ public:
         const waiter_outcome decided = asio_sync::test::start_wait(core_, x);
         if (decided != waiter_outcome::pending)
             x.complete(decided);
+    }
+
+    // A condition variable's wait as basic_condition_variable::async_wait orders it: under the
+    // caller's lock, the state is checked and the waiter queued before the lock is released.
+    void wait_unless_ready(std::size_t i)
+    {
+        user_mutex_.lock();
+        if (ready_)
+            skipped_[i] = true;
+        else
+            wait(i);
+        user_mutex_.unlock();
+    }
+
+    // The other side: the state changes under the lock, and a notify_one follows.
+    void make_ready_and_notify_one()
+    {
+        user_mutex_.lock();
+        ready_ = true;
+        user_mutex_.unlock();
+        finish([&](waiter_list& done) { core_.grant_first(done); });
     }
 
     void set()
@@ -68,15 +91,22 @@ public:
 
     void check_end() override
     {
-        for (const waiter& x : waiters_)
+        bool queued = false;
+        bool granted = false;
+        for (std::size_t i = 0; i < waiters_.size(); ++i)
         {
-            if (x.completions == 1)
+            const waiter& x = waiters_[i];
+            queued = queued || (x.completions == 0 && x.queued.load());
+            granted = granted || x.result == waiter_outcome::granted;
+            if (x.completions == 1 || skipped_[i])
                 continue;
             if (!x.queued.load())
                 fail("a waiter neither completed nor queued");
             else if (core_.is_set())
                 fail("a waiter is queued on a set event: lost wake-up");
         }
+        if (ready_ && queued && !granted)
+            fail("a waiter is queued after the notification, which woke nobody: lost wake-up");
     }
 
     const waiter& w(std::size_t i) const { return waiters_[i]; }
@@ -90,7 +120,10 @@ private:
     }
 
     checked_core core_;
+    dsched::mutex user_mutex_; // the caller's asio_sync::mutex
+    bool ready_ = false;       // the condition variable's state, guarded by user_mutex_
     std::vector<waiter> waiters_;
+    std::vector<bool> skipped_; // waits that found the state ready and did not queue
 };
 
 dsched::exploration explore(bool initially_set, std::size_t waiters, std::vector<scripted::script> scripts)
@@ -143,6 +176,28 @@ BOOST_AUTO_TEST_CASE(reset_vs_wait_on_a_set_event)
 {
     report("reset_vs_wait_on_a_set_event",
            explore(true, 1, {[](scripted& s) { s.wait(0); }, [](scripted& s) { s.reset(); }}));
+}
+
+// The lost-wake-up window of a condition variable: the notification may come between the
+// waiter's unlock and its wait, but the waiter is queued before it unlocks.
+BOOST_AUTO_TEST_CASE(notify_between_unlock_and_wait)
+{
+    report("notify_between_unlock_and_wait", explore(false, 1,
+                                                     {[](scripted& s) { s.wait_unless_ready(0); },
+                                                      [](scripted& s) { s.make_ready_and_notify_one(); }}));
+}
+
+// notify_one racing the cancellation of the oldest waiter: the notification wakes it or, once it
+// is cancelled, the next one; it is never swallowed.
+BOOST_AUTO_TEST_CASE(notify_one_racing_a_cancellation)
+{
+    report("notify_one_racing_a_cancellation", explore(false, 2,
+                                                       {[](scripted& s) {
+                                                            s.wait_unless_ready(0);
+                                                            s.cancel(0);
+                                                        },
+                                                        [](scripted& s) { s.wait_unless_ready(1); },
+                                                        [](scripted& s) { s.make_ready_and_notify_one(); }}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -328,6 +328,43 @@ fn mutex(tasks: usize, threads: usize) -> Scenario {
     )
 }
 
+/// Two tasks take turns, each waking the other once per round: the counterpart of the notify
+/// hand-off (bench/notify.cpp). The turn is guarded by a Mutex, as the C++ side's by its
+/// asio_sync::mutex; `to[i]` wakes task i. Its `notified()` future is made before the turn is
+/// checked, so a notify_one between the check and the await is kept, not lost. An operation is
+/// one hand-off.
+fn notify(threads: usize) -> Scenario {
+    let rt = runtime(threads);
+    let turn = Arc::new(Mutex::new(0usize));
+    let to = Arc::new([Notify::new(), Notify::new()]);
+    Scenario::new(format!("notify handoff threads:{threads}"), move || {
+        *turn.try_lock().expect("mutex left locked") = 0;
+        let work = (0..2usize)
+            .map(|me| {
+                let turn = turn.clone();
+                let to = to.clone();
+                async move {
+                    for _ in 0..ROUNDS {
+                        loop {
+                            let notified = to[me].notified();
+                            if *turn.lock().await == me {
+                                break;
+                            }
+                            notified.await;
+                        }
+                        *turn.lock().await = 1 - me;
+                        to[1 - me].notify_one();
+                    }
+                    ROUNDS
+                }
+            })
+            .collect();
+        let batch = timed(|| run_tasks(&rt, work));
+        assert_eq!(batch.operations, 2 * ROUNDS, "hand-offs lost");
+        batch
+    })
+}
+
 /// `tasks` tasks each wait ROUNDS times on a barrier of `tasks` parties: the counterpart of
 /// bench/barrier.cpp. An operation is one phase.
 fn barrier(tasks: usize, threads: usize) -> Scenario {
@@ -509,6 +546,7 @@ fn main() {
         Box::new(|| mutex(4, 2)),
         Box::new(|| rwlock(4, 2, 2)),
         Box::new(|| barrier(4, 2)),
+        Box::new(|| notify(2)),
         Box::new(drain),
     ];
 

@@ -66,6 +66,17 @@ public:
 
     void reset() noexcept { set_.store(false, std::memory_order_relaxed); }
 
+    // Grants the oldest queued waiter, if any, into `done`; the flag is left alone. Returns whether
+    // there was one.
+    bool grant_first(waiter_list& done)
+    {
+        std::lock_guard<Mutex> lock(mutex_);
+        semaphore_waiter* w = queue_.front();
+        if (w)
+            remove(*w, waiter_outcome::granted, done);
+        return w != nullptr;
+    }
+
     bool cancel(semaphore_waiter* const* ref, waiter_outcome why, waiter_list& done)
     {
         std::lock_guard<Mutex> lock(mutex_);
@@ -110,8 +121,9 @@ private:
     waiter_list queue_;
 };
 
-// The executor-independent state of an event (also of a latch), registered with its context's
-// service from construction to destruction; destroying it aborts the waits still queued.
+// The executor-independent state of an event (also of a latch and a condition variable),
+// registered with its context's service from construction to destruction; destroying it aborts the
+// waits still queued.
 struct event_impl : service_entry
 {
     event_impl(boost::asio::execution_context& ctx, bool initially_set)
@@ -138,6 +150,22 @@ struct event_impl : service_entry
     {
         waiter_list done;
         core.set(done);
+        complete_all(done, relation::continuation);
+    }
+
+    // Grants the oldest queued wait, or every one, leaving the flag alone: a condition variable's
+    // notify_one and notify_all, which never set the event.
+    void notify_one()
+    {
+        waiter_list done;
+        core.grant_first(done);
+        complete_all(done, relation::continuation);
+    }
+
+    void notify_all()
+    {
+        waiter_list done;
+        core.abort_all(waiter_outcome::granted, done);
         complete_all(done, relation::continuation);
     }
 

@@ -88,22 +88,12 @@ void install_cancellation(Engine& engine, Op* op)
     BOOST_CATCH_END
 }
 
-// An acquire of n permits that the lock-free attempt could not grant: n is more than the engine
-// holds, someone is queued, or the engine is closed. `op_args` go to Op::create after the handler,
-// the I/O executor and the grant.
-template <template <class, class, class> class Op, class Engine, class Handler, class IoExecutor, class Grant,
-          class... OpArgs>
-void start_other_acquire(Engine& engine, Handler handler, const IoExecutor& io_ex, std::size_t n,
-                         const Grant& grant, OpArgs&&... op_args)
+// Queues a created operation `op` for n permits on `engine`, or decides it at once: the part of an
+// acquire after its operation exists, shared with the waits whose initiation needs more than an
+// acquire (a condition variable's).
+template <class Engine, class Op>
+void queue_op(Engine& engine, Op* op, std::size_t n)
 {
-    using op_type = Op<Handler, IoExecutor, Grant>;
-
-    if (n > engine.capacity())
-        return post_completion(std::move(handler), io_ex, grant, error::too_many_permits, n);
-    if (n == 0) // try_acquire(0) fails only once closed
-        return post_completion(std::move(handler), io_ex, grant, error::closed, n);
-
-    op_type* op = op_type::create(std::move(handler), io_ex, grant, std::forward<OpArgs>(op_args)...);
     install_cancellation(engine, op);
     auto& slot = op->slot();
     const waiter_outcome decided = engine.enqueue(*op, n);
@@ -125,6 +115,24 @@ void start_other_acquire(Engine& engine, Handler handler, const IoExecutor& io_e
         BOOST_CATCH_END
     }
     op->initiated(decided == waiter_outcome::pending);
+}
+
+// An acquire of n permits that the lock-free attempt could not grant: n is more than the engine
+// holds, someone is queued, or the engine is closed. `op_args` go to Op::create after the handler,
+// the I/O executor and the grant.
+template <template <class, class, class> class Op, class Engine, class Handler, class IoExecutor, class Grant,
+          class... OpArgs>
+void start_other_acquire(Engine& engine, Handler handler, const IoExecutor& io_ex, std::size_t n,
+                         const Grant& grant, OpArgs&&... op_args)
+{
+    using op_type = Op<Handler, IoExecutor, Grant>;
+
+    if (n > engine.capacity())
+        return post_completion(std::move(handler), io_ex, grant, error::too_many_permits, n);
+    if (n == 0) // try_acquire(0) fails only once closed
+        return post_completion(std::move(handler), io_ex, grant, error::closed, n);
+
+    queue_op(engine, op_type::create(std::move(handler), io_ex, grant, std::forward<OpArgs>(op_args)...), n);
 }
 
 // Starts an acquire of n permits from `engine` for `handler`, whose arguments `grant` makes, with

@@ -1,0 +1,265 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_CONDITION_VARIABLE_HPP
+#define ASIO_SYNC_CONDITION_VARIABLE_HPP
+
+/// @file
+/// The asynchronous condition variable: asio_sync::basic_condition_variable and the
+/// asio_sync::condition_variable alias.
+
+#include <asio_sync/detail/condition_wait.hpp>
+#include <asio_sync/detail/event_core.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace asio_sync {
+
+/// An asynchronous condition variable for Asio, used with `asio_sync::mutex` (or
+/// `asio_sync::shared_mutex`, in either mode).
+///
+/// `async_wait(lock, token)` gives up the lock that `lock` owns and waits for a notification, then
+/// takes the lock back before it completes: the handler always runs holding the lock, and `lock`
+/// owns it again. The waiter is queued before the mutex is unlocked, so a notification by whoever
+/// takes the lock next, or by anyone who changed the shared state under the lock, is never lost.
+/// `notify_one()` wakes the oldest waiter, `notify_all()` every waiter, oldest first; with nobody
+/// waiting a notification does nothing (it is not stored, as with `std::condition_variable`).
+///
+/// **Why a reference to the caller's lock.** The wait takes a `std::unique_lock<Mutex>&` (or
+/// `std::shared_lock<Mutex>&`) as `std::condition_variable_any::wait` does, so that code reads as
+/// with threads: the lock object stays where the caller keeps it, in a coroutine frame or in the
+/// object that owns the composed operation. The operation refers to it as Asio operations refer to
+/// their buffers: the caller must keep the lock object alive, and leave it alone, until the handler
+/// is invoked. At initiation the lock object lets go of the mutex (it owns nothing while the
+/// operation waits); the relocked mutex is handed to it only when the handler is invoked, on the
+/// handler's executor, so a handler that is never invoked (at context shutdown) never leaves the
+/// mutex locked and never writes to a lock object that may be gone.
+///
+/// **Relocking** uses the mutex's own `async_scoped_lock` (`async_scoped_lock_shared` for a
+/// `std::shared_lock`) with the handler's executor and allocator: a woken waiter queues for the
+/// mutex behind the lockers already waiting, in FIFO order, and a relock is not cancellable. If
+/// the mutex aborts the relock (its `cancel()`, or its destruction), the handler receives
+/// `operation_aborted` and `lock` does not own the mutex: the only case where it does not.
+///
+/// **Completion.** A handler is never invoked from inside `async_wait`, `notify_one`,
+/// `notify_all`, `cancel` or the destructor, and never while an internal lock is held. It runs
+/// through its associated executor (by default the condition variable's), as if by
+/// `boost::asio::post`, and the operation keeps that executor's work outstanding until then.
+///
+/// **Faults.** A notified wait whose relock cannot start (the handler's associated allocator or
+/// executor throws) loses only its own handler, which is destroyed without being invoked; the
+/// notification passes to the next waiter, and the notifying call does not throw. A relock whose
+/// completion cannot be submitted follows the mutex's fault rule: the lock goes back. An
+/// `async_wait` that cannot allocate its operation or install its cancellation handler throws,
+/// and the lock is still held by `lock`.
+///
+/// **Allocation.** A wait allocates one operation object with the handler's associated allocator,
+/// freed before the relock starts; the relock allocates as a lock of the mutex does (nothing of
+/// its own when the mutex is free, one operation when it waits). Nothing else.
+///
+/// **Thread safety.** Every member function may be called concurrently from any thread.
+///
+/// **Lifetime.** The condition variable must outlive any call on it; destroying it aborts the
+/// waits still queued, which relock and complete with `operation_aborted`. The mutex must outlive
+/// every wait on it. It may outlive its execution context: context shutdown destroys the queued
+/// waits' handlers without invoking them.
+///
+/// **Not copyable, not movable:** queued operations refer to the condition variable by address.
+///
+/// @tparam Executor The I/O executor: the default executor for completion handlers, and the
+/// context whose shutdown destroys pending operations.
+template <class Executor = boost::asio::any_io_executor>
+class basic_condition_variable
+{
+public:
+    /// The type of the executor associated with the condition variable.
+    using executor_type = Executor;
+
+    /// Rebinds the condition variable to another executor type.
+    ///
+    /// @tparam OtherExecutor The executor type to rebind to.
+    template <class OtherExecutor>
+    struct rebind_executor
+    {
+        /// The condition variable type when rebound to the specified executor.
+        using other = basic_condition_variable<OtherExecutor>;
+    };
+
+    /// Constructs a condition variable.
+    ///
+    /// @param ex The I/O executor: the default executor of completion handlers.
+    explicit basic_condition_variable(const executor_type& ex)
+        : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context), false)
+    {
+    }
+
+    /// Constructs a condition variable that uses the context's executor.
+    ///
+    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
+    /// executor converts to `executor_type`.
+    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    template <
+        class ExecutionContext,
+        std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
+    explicit basic_condition_variable(ExecutionContext& ctx)
+        : basic_condition_variable(executor_type(ctx.get_executor()))
+    {
+    }
+
+    /// Not copyable (nor movable): operations refer to the condition variable by address.
+    basic_condition_variable(const basic_condition_variable&) = delete;
+    /// Not copy-assignable (nor move-assignable).
+    basic_condition_variable& operator=(const basic_condition_variable&) = delete;
+
+    /// Destroys the condition variable. Queued waits relock and complete with
+    /// `boost::asio::error::operation_aborted` (posted, oldest first); none is invoked inside the
+    /// destructor.
+    ~basic_condition_variable() = default;
+
+    /// Returns the executor associated with the condition variable.
+    const executor_type& get_executor() const noexcept { return executor_; }
+
+    /// Wakes the oldest queued wait, if any: it relocks and then completes successfully. Does
+    /// nothing if nobody waits.
+    void notify_one() { impl_.notify_one(); }
+
+    /// Wakes every queued wait, oldest first: each relocks in turn and then completes
+    /// successfully. Does nothing if nobody waits.
+    void notify_all() { impl_.notify_all(); }
+
+    /// Wakes every queued wait, oldest first, with `boost::asio::error::operation_aborted`: each
+    /// relocks and then completes.
+    ///
+    /// @returns the number of waits aborted.
+    std::size_t cancel() { return impl_.cancel(); }
+
+    /// Starts an asynchronous wait: unlocks the mutex that `lock` owns, waits for a notification,
+    /// and locks it again before completing.
+    ///
+    /// The wait is queued before the mutex is unlocked: a notification made after that, even by
+    /// the next holder of the lock before this function returns, wakes it. Like
+    /// `std::condition_variable`, a wait may end without the awaited state being true (another
+    /// waiter woken first may have changed it): check the state again, or use the predicate
+    /// overload.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex again, also
+    /// on error, unless the mutex aborted the relock.
+    ///
+    /// @par Per-operation cancellation
+    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
+    /// same: the wait leaves the queue, relocks, and completes with `operation_aborted`. A
+    /// cancellation that races a notification has exactly one outcome: the wait is woken (and
+    /// completes successfully), or it is cancelled and the notification wakes the next waiter
+    /// instead. A cancellation after the wait was woken does nothing; the relock is not
+    /// cancellable.
+    ///
+    /// @par Executor
+    /// The handler is submitted to its associated executor (default: `get_executor()`) as if by
+    /// `boost::asio::post`; outstanding work is tracked on it from initiation until then.
+    ///
+    /// @par Errors
+    /// - none: the wait was woken by `notify_one` or `notify_all`.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   destruction of the condition variable, while the wait was queued; or the mutex aborted
+    ///   the relock (then `lock` does not own the mutex).
+    /// .
+    /// If the operation cannot be allocated or its cancellation handler installed, this function
+    /// throws and `lock` still owns the mutex.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// `lock` must own its mutex at the call (an assertion in debug builds), and the caller must
+    /// keep the `lock` object alive, and not use it, until the handler is invoked; the mutex must
+    /// outlive the operation. A cancellation signal bound to the operation must not be emitted
+    /// after the condition variable is destroyed. At context shutdown a queued wait's handler is
+    /// destroyed without being invoked, and `lock` stays without the mutex.
+    ///
+    /// @tparam Lock `std::unique_lock<M>` (exclusive) or `std::shared_lock<M>` (shared), where
+    /// `M` is an `asio_sync::basic_mutex` or `asio_sync::basic_shared_mutex`.
+    /// @param lock The lock the caller holds.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Lock,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
+              std::enable_if_t<!std::is_invocable_v<WaitToken&>, int> = 0>
+    auto async_wait(Lock& lock, WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
+            detail::initiate_condition_wait<Executor>(executor_, impl_), token, &lock);
+    }
+
+    /// Starts an asynchronous wait that completes once `pred()` is true: the loop
+    /// `while (!pred()) wait(lock)`, with `pred` evaluated holding the lock.
+    ///
+    /// If `pred()` is true at the call, the wait completes at once (posted, never inline) without
+    /// unlocking. Otherwise every round is an `async_wait(lock, ...)` as above, with the same
+    /// handler's executor, allocator and cancellation slot.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
+    /// `async_wait(lock, token)`; on success `pred()` was true when last evaluated.
+    ///
+    /// @par Per-operation cancellation
+    /// As `async_wait(lock, token)`: the round that is waiting relocks and the operation completes
+    /// with `operation_aborted`, without evaluating `pred` again.
+    ///
+    /// @par Executor
+    /// As `async_wait(lock, token)`. `pred` runs on the handler's executor (in the initiating
+    /// function the first time).
+    ///
+    /// @par Errors
+    /// As `async_wait(lock, token)`. An exception thrown by `pred` propagates from where it ran:
+    /// the initiating function, or the handler's executor; so does the failure of a later round
+    /// to allocate its operation. Either way `lock` then owns the mutex, and after the first
+    /// round the handler is destroyed without being invoked.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_wait(lock, token)`; `pred` is moved into the operation.
+    ///
+    /// @tparam Lock As `async_wait(lock, token)`.
+    /// @tparam Predicate Callable with no arguments, returning something convertible to `bool`.
+    /// @param lock The lock the caller holds.
+    /// @param pred The condition to wait for.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Lock, class Predicate,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
+              std::enable_if_t<std::is_invocable_r_v<bool, std::decay_t<Predicate>&>, int> = 0>
+    auto async_wait(Lock& lock, Predicate&& pred,
+                    WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
+            detail::initiate_condition_wait<Executor>(executor_, impl_), token, &lock,
+            std::forward<Predicate>(pred));
+    }
+
+private:
+    executor_type executor_;
+    detail::event_impl impl_;
+};
+
+/// A condition variable with the default executor type, `boost::asio::any_io_executor`.
+using condition_variable = basic_condition_variable<>;
+
+} // namespace asio_sync
+
+#endif // ASIO_SYNC_CONDITION_VARIABLE_HPP

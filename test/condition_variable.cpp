@@ -1,0 +1,762 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#define BOOST_TEST_MODULE condition_variable
+#include <boost/test/unit_test.hpp>
+
+#include <asio_sync/condition_variable.hpp>
+#include <asio_sync/mutex.hpp>
+#include <asio_sync/shared_mutex.hpp>
+
+#include "support/counting_allocator.hpp"
+#include "support/event_checks.hpp"
+#include "support/fault_injection.hpp"
+#include "support/handler.hpp"
+#include "support/recording_executor.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <shared_mutex>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#endif
+
+namespace asio = boost::asio;
+using asio_sync::condition_variable;
+using asio_sync::test::drain;
+using asio_sync::test::failing_allocator;
+using asio_sync::test::fault_plan;
+using asio_sync::test::make_record;
+using boost::system::error_code;
+using lock_type = std::unique_lock<asio_sync::mutex>;
+
+namespace {
+
+// A mutex, a condition variable on one io_context, and waiters that each hold their own lock
+// object (as a coroutine frame would) and record, when their handler runs, whether that lock owns
+// the mutex.
+struct waiters
+{
+    asio::io_context ctx;
+    asio_sync::mutex mutex{ctx};
+    condition_variable cv{ctx};
+    std::deque<lock_type> locks;
+    std::vector<int> order;
+    std::vector<error_code> codes;
+    std::vector<bool> owned;
+
+    // Locks the mutex at once; the caller must not hold it.
+    lock_type& lock()
+    {
+        BOOST_TEST_REQUIRE(mutex.try_lock());
+        return locks.emplace_back(mutex, std::adopt_lock);
+    }
+
+    // A handler for a wait with lock `lock`: records, then unlocks so that the next waiter relocks.
+    auto handler(int id, lock_type& lock)
+    {
+        return [this, id, &lock](error_code ec) {
+            order.push_back(id);
+            codes.push_back(ec);
+            owned.push_back(lock.owns_lock());
+            if (lock.owns_lock())
+                lock.unlock();
+        };
+    }
+
+    void wait(int id)
+    {
+        lock_type& l = lock();
+        cv.async_wait(l, handler(id, l));
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(condition_variable_suite)
+
+BOOST_AUTO_TEST_CASE(construction_and_observers)
+{
+    asio::io_context ctx;
+    condition_variable cv(ctx);
+    condition_variable from_executor(ctx.get_executor());
+    BOOST_TEST((cv.get_executor() == asio::any_io_executor(ctx.get_executor())));
+    static_assert(!std::is_copy_constructible_v<condition_variable>);
+    static_assert(!std::is_move_constructible_v<condition_variable>);
+    static_assert(std::is_same_v<condition_variable::rebind_executor<asio::io_context::executor_type>::other,
+                                 asio_sync::basic_condition_variable<asio::io_context::executor_type>>);
+}
+
+// The wait gives the mutex up at the call, and the handler runs holding it again, with the
+// caller's lock object owning it.
+BOOST_AUTO_TEST_CASE(a_wait_unlocks_at_once_and_completes_holding_the_lock)
+{
+    waiters w;
+    lock_type& lock = w.lock();
+    bool held_in_handler = false;
+    w.cv.async_wait(lock, [&](error_code ec) {
+        BOOST_TEST(!ec);
+        held_in_handler = lock.owns_lock() && !w.mutex.try_lock();
+    });
+    BOOST_TEST(!lock.owns_lock());
+    BOOST_TEST_REQUIRE(w.mutex.try_lock()); // the wait gave it up
+    w.mutex.unlock();
+    drain(w.ctx);
+    BOOST_TEST(!held_in_handler); // no notification yet
+    w.cv.notify_one();
+    BOOST_TEST(!held_in_handler); // never inside notify_one
+    drain(w.ctx);
+    BOOST_TEST(held_in_handler);
+    BOOST_TEST(lock.owns_lock());
+}
+
+BOOST_AUTO_TEST_CASE(notify_one_wakes_the_oldest_waiter_only)
+{
+    waiters w;
+    for (int id = 1; id <= 3; ++id)
+        w.wait(id);
+    w.cv.notify_one();
+    drain(w.ctx);
+    BOOST_TEST(w.order == (std::vector<int>{1}));
+    w.cv.notify_one();
+    w.cv.notify_one();
+    drain(w.ctx);
+    BOOST_TEST(w.order == (std::vector<int>{1, 2, 3}));
+    for (std::size_t i = 0; i < w.order.size(); ++i)
+    {
+        BOOST_TEST(!w.codes[i]);
+        BOOST_TEST(w.owned[i]);
+    }
+}
+
+// notify_all wakes everyone; they take the lock one after the other, oldest first.
+BOOST_AUTO_TEST_CASE(notify_all_wakes_every_waiter_and_they_relock_in_fifo_order)
+{
+    waiters w;
+    for (int id = 1; id <= 4; ++id)
+        w.wait(id);
+    w.cv.notify_all();
+    BOOST_TEST(w.order.empty());
+    drain(w.ctx);
+    BOOST_TEST(w.order == (std::vector<int>{1, 2, 3, 4}));
+    for (std::size_t i = 0; i < w.order.size(); ++i)
+        BOOST_TEST(w.owned[i]);
+}
+
+// A notification is not stored: with nobody waiting it does nothing.
+BOOST_AUTO_TEST_CASE(a_notification_with_nobody_waiting_is_not_kept)
+{
+    waiters w;
+    w.cv.notify_one();
+    w.cv.notify_all();
+    w.wait(1);
+    drain(w.ctx);
+    BOOST_TEST(w.order.empty());
+    w.cv.notify_one();
+    drain(w.ctx);
+    BOOST_TEST(w.order == (std::vector<int>{1}));
+}
+
+// A woken waiter queues for the mutex like any locker: it runs only once the holder unlocks.
+BOOST_AUTO_TEST_CASE(a_woken_waiter_waits_for_the_mutex_to_be_unlocked)
+{
+    waiters w;
+    w.wait(1);
+    BOOST_TEST_REQUIRE(w.mutex.try_lock());
+    w.cv.notify_one(); // under the lock, as with std::condition_variable
+    drain(w.ctx);
+    BOOST_TEST(w.order.empty());
+    w.mutex.unlock();
+    drain(w.ctx);
+    BOOST_TEST(w.order == (std::vector<int>{1}));
+    BOOST_TEST(w.owned.at(0));
+}
+
+// The lost-wake-up window: the next holder of the lock notifies as soon as the wait unlocks,
+// inside the unlock itself (its executor runs the notification where the mutex submits its
+// completion). The waiter is already queued, so it is woken.
+BOOST_AUTO_TEST_CASE(a_notification_from_the_next_holder_during_the_unlock_is_not_lost)
+{
+    using executor = asio_sync::test::recording_executor<asio::io_context::executor_type>;
+    waiters w;
+    lock_type& lock = w.lock();
+    std::vector<bool> continuations;
+    bool ready = false;
+    const std::function<void()> notify_on_grant = [&] {
+        ready = true;
+        w.cv.notify_one();
+    };
+    bool next_holder_ran = false;
+    w.mutex.async_lock(
+        asio::bind_executor(executor(w.ctx.get_executor(), continuations, notify_on_grant), [&](error_code) {
+            next_holder_ran = true;
+            w.mutex.unlock();
+        }));
+    int woken = 0;
+    w.cv.async_wait(lock, [&](error_code ec) {
+        BOOST_TEST(!ec);
+        BOOST_TEST(ready);
+        ++woken;
+    });
+    BOOST_TEST(ready); // notified during the wait's unlock
+    drain(w.ctx);
+    BOOST_TEST(next_holder_ran);
+    BOOST_TEST(woken == 1);
+    BOOST_TEST(lock.owns_lock());
+}
+
+BOOST_AUTO_TEST_CASE(per_operation_cancellation_of_each_type_relocks_and_aborts)
+{
+    using asio::cancellation_type;
+    for (cancellation_type type :
+         {cancellation_type::terminal, cancellation_type::partial, cancellation_type::total})
+    {
+        BOOST_TEST_CONTEXT("type " << static_cast<int>(type))
+        {
+            waiters w;
+            asio::cancellation_signal cancel;
+            lock_type& first = w.lock();
+            w.cv.async_wait(first, asio::bind_cancellation_slot(cancel.slot(), w.handler(1, first)));
+            w.wait(2);
+            cancel.emit(type);
+            drain(w.ctx);
+            BOOST_TEST(w.order == (std::vector<int>{1}));
+            BOOST_TEST(w.codes.at(0) == asio::error::operation_aborted);
+            BOOST_TEST(w.owned.at(0)); // the handler holds the lock, also on error
+            w.cv.notify_one();         // the cancelled wait left the queue: this wakes the second
+            drain(w.ctx);
+            BOOST_TEST(w.order == (std::vector<int>{1, 2}));
+            BOOST_TEST(!w.codes.at(1));
+        }
+    }
+}
+
+// A cancellation that comes after the notification does nothing: the relock is not cancellable.
+BOOST_AUTO_TEST_CASE(a_cancellation_after_the_notification_does_nothing)
+{
+    waiters w;
+    asio::cancellation_signal cancel;
+    BOOST_TEST_REQUIRE(w.mutex.try_lock());
+    lock_type lock(w.mutex, std::adopt_lock);
+    auto [out, handler] = make_record();
+    w.cv.async_wait(lock, asio::bind_cancellation_slot(cancel.slot(), handler));
+    BOOST_TEST_REQUIRE(w.mutex.try_lock()); // the relock will have to wait for this holder
+    w.cv.notify_one();
+    cancel.emit(asio::cancellation_type::terminal);
+    drain(w.ctx);
+    BOOST_TEST(!out->done());
+    w.mutex.unlock();
+    drain(w.ctx);
+    BOOST_TEST(out->calls == 1);
+    BOOST_TEST(!*out->ec);
+    BOOST_TEST(lock.owns_lock());
+}
+
+// A notify_one that follows a cancellation is not swallowed by the cancelled wait.
+BOOST_AUTO_TEST_CASE(a_notification_after_a_cancellation_goes_to_the_next_waiter)
+{
+    waiters w;
+    asio::cancellation_signal cancel;
+    lock_type& first = w.lock();
+    w.cv.async_wait(first, asio::bind_cancellation_slot(cancel.slot(), w.handler(1, first)));
+    w.wait(2);
+    cancel.emit(asio::cancellation_type::terminal);
+    w.cv.notify_one();
+    drain(w.ctx);
+    BOOST_TEST(w.order == (std::vector<int>{1, 2}));
+    BOOST_TEST(w.codes.at(0) == asio::error::operation_aborted);
+    BOOST_TEST(!w.codes.at(1));
+}
+
+BOOST_AUTO_TEST_CASE(cancel_aborts_every_queued_wait_and_each_relocks)
+{
+    waiters w;
+    for (int id = 1; id <= 3; ++id)
+        w.wait(id);
+    BOOST_TEST(w.cv.cancel() == 3u);
+    BOOST_TEST(w.order.empty());
+    drain(w.ctx);
+    BOOST_TEST(w.order == (std::vector<int>{1, 2, 3}));
+    for (std::size_t i = 0; i < w.order.size(); ++i)
+    {
+        BOOST_TEST(w.codes[i] == asio::error::operation_aborted);
+        BOOST_TEST(w.owned[i]);
+    }
+    BOOST_TEST(w.cv.cancel() == 0u);
+}
+
+// A relock that the mutex aborts leaves the lock object without the mutex, and says so.
+BOOST_AUTO_TEST_CASE(a_relock_aborted_by_the_mutex_completes_without_the_lock)
+{
+    waiters w;
+    w.wait(1);
+    BOOST_TEST_REQUIRE(w.mutex.try_lock());
+    w.cv.notify_one();
+    BOOST_TEST(w.mutex.cancel() == 1u); // the relock
+    drain(w.ctx);
+    BOOST_TEST(w.order == (std::vector<int>{1}));
+    BOOST_TEST(w.codes.at(0) == asio::error::operation_aborted);
+    BOOST_TEST(!w.owned.at(0));
+    w.mutex.unlock();
+}
+
+BOOST_AUTO_TEST_CASE(destruction_aborts_the_waits_which_relock)
+{
+    asio::io_context ctx;
+    asio_sync::mutex mutex(ctx);
+    BOOST_TEST_REQUIRE(mutex.try_lock());
+    lock_type lock(mutex, std::adopt_lock);
+    auto [out, handler] = make_record();
+    {
+        condition_variable cv(ctx);
+        cv.async_wait(lock, handler);
+    }
+    BOOST_TEST(!out->done());
+    ctx.run();
+    BOOST_TEST(out->calls == 1);
+    BOOST_TEST(*out->ec == asio::error::operation_aborted);
+    BOOST_TEST(lock.owns_lock());
+}
+
+// Context shutdown destroys a queued wait's handler without invoking it; the mutex stays free and
+// the lock object untouched.
+BOOST_AUTO_TEST_CASE(context_shutdown_destroys_queued_waits)
+{
+    bool destroyed = false;
+    int calls = 0;
+    auto ctx = std::make_unique<asio::io_context>();
+    asio_sync::mutex mutex(*ctx);
+    condition_variable cv(*ctx);
+    BOOST_TEST_REQUIRE(mutex.try_lock());
+    lock_type lock(mutex, std::adopt_lock);
+    cv.async_wait(lock, [&calls, guard = std::make_shared<asio_sync::test::on_destroy>(
+                                     [&] { destroyed = true; })](error_code) { ++calls; });
+    ctx.reset();
+    BOOST_TEST(destroyed);
+    BOOST_TEST(calls == 0);
+    BOOST_TEST(!lock.owns_lock());
+    BOOST_TEST(mutex.try_lock());
+    mutex.unlock();
+}
+
+// A woken waiter whose relock is posted at once continues the notifier; the others are forks.
+BOOST_AUTO_TEST_CASE(the_relock_is_submitted_not_invoked)
+{
+    using executor = asio_sync::test::recording_executor<asio::io_context::executor_type>;
+    asio::io_context ctx;
+    std::vector<bool> continuations;
+    asio_sync::basic_mutex<executor> mutex(executor(ctx.get_executor(), continuations));
+    asio_sync::basic_condition_variable<executor> cv(executor(ctx.get_executor(), continuations));
+    BOOST_TEST_REQUIRE(mutex.try_lock());
+    std::unique_lock<asio_sync::basic_mutex<executor>> lock(mutex, std::adopt_lock);
+    auto [out, handler] = make_record();
+    cv.async_wait(lock, handler);
+    BOOST_TEST(continuations.empty()); // nothing submitted by the wait
+    cv.notify_one();
+    BOOST_TEST(continuations == (std::vector<bool>{true}), boost::test_tools::per_element());
+    BOOST_TEST(!out->done());
+    ctx.run();
+    BOOST_TEST(out->calls == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_predicate_true_at_the_call_completes_without_unlocking)
+{
+    waiters w;
+    lock_type& lock = w.lock();
+    auto [out, handler] = make_record();
+    w.cv.async_wait(
+        lock, [] { return true; }, handler);
+    BOOST_TEST(lock.owns_lock());
+    BOOST_TEST(!out->done()); // posted, not invoked
+    drain(w.ctx);
+    BOOST_TEST(out->calls == 1);
+    BOOST_TEST(!*out->ec);
+    BOOST_TEST(lock.owns_lock());
+}
+
+// Notifications while the predicate is false keep the wait going; it ends on the first one that
+// finds it true, and evaluates it holding the lock.
+BOOST_AUTO_TEST_CASE(a_predicate_wait_ends_once_the_predicate_holds)
+{
+    waiters w;
+    lock_type& lock = w.lock();
+    int value = 0;
+    int evaluations = 0;
+    bool held_at_each_evaluation = true;
+    auto [out, handler] = make_record();
+    w.cv.async_wait(
+        lock,
+        [&] {
+            ++evaluations;
+            held_at_each_evaluation = held_at_each_evaluation && lock.owns_lock();
+            return value == 2;
+        },
+        handler);
+    for (int i = 1; i <= 2; ++i)
+    {
+        BOOST_TEST_REQUIRE(w.mutex.try_lock());
+        value = i;
+        w.mutex.unlock();
+        w.cv.notify_one();
+        drain(w.ctx);
+    }
+    BOOST_TEST(out->calls == 1);
+    BOOST_TEST(!*out->ec);
+    BOOST_TEST(evaluations == 3);
+    BOOST_TEST(held_at_each_evaluation);
+    BOOST_TEST(lock.owns_lock());
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_predicate_wait_completes_holding_the_lock)
+{
+    waiters w;
+    lock_type& lock = w.lock();
+    asio::cancellation_signal cancel;
+    auto [out, handler] = make_record();
+    w.cv.async_wait(
+        lock, [] { return false; }, asio::bind_cancellation_slot(cancel.slot(), handler));
+    w.cv.notify_one(); // one round: false, waits again with the same slot
+    drain(w.ctx);
+    BOOST_TEST(!out->done());
+    cancel.emit(asio::cancellation_type::partial);
+    drain(w.ctx);
+    BOOST_TEST(out->calls == 1);
+    BOOST_TEST(*out->ec == asio::error::operation_aborted);
+    BOOST_TEST(lock.owns_lock());
+}
+
+// A predicate that throws in a later round: the exception leaves through the handler's executor
+// (here, poll), the handler is destroyed without being invoked, and the lock owns the mutex.
+BOOST_AUTO_TEST_CASE(a_predicate_that_throws_later_leaves_the_lock_held)
+{
+    waiters w;
+    lock_type& lock = w.lock();
+    int evaluations = 0;
+    bool destroyed = false;
+    int calls = 0;
+    w.cv.async_wait(
+        lock,
+        [&] {
+            if (++evaluations == 2)
+                throw std::runtime_error("predicate");
+            return false;
+        },
+        [&calls, guard = std::make_shared<asio_sync::test::on_destroy>([&] { destroyed = true; })](
+            error_code) { ++calls; });
+    w.cv.notify_one();
+    w.ctx.restart();
+    BOOST_CHECK_THROW(w.ctx.poll(), std::runtime_error);
+    BOOST_TEST(destroyed);
+    BOOST_TEST(calls == 0);
+    BOOST_TEST(lock.owns_lock());
+}
+
+// With a shared_mutex, a shared_lock waits and relocks in shared mode, a unique_lock exclusively.
+BOOST_AUTO_TEST_CASE(works_with_a_shared_mutex_in_either_mode)
+{
+    asio::io_context ctx;
+    asio_sync::shared_mutex mutex(ctx);
+    condition_variable cv(ctx);
+    BOOST_TEST_REQUIRE(mutex.try_lock_shared());
+    std::shared_lock<asio_sync::shared_mutex> reader(mutex, std::adopt_lock);
+    BOOST_TEST_REQUIRE(mutex.try_lock_shared());
+    std::shared_lock<asio_sync::shared_mutex> other_reader(mutex, std::adopt_lock);
+    bool reader_shared = false;
+    cv.async_wait(reader, [&](error_code ec) {
+        BOOST_TEST(!ec);
+        reader_shared = reader.owns_lock() && !mutex.try_lock(); // held, shared with other_reader
+        if (reader_shared && mutex.try_lock_shared())
+            mutex.unlock_shared();
+        else
+            reader_shared = false;
+    });
+    cv.notify_one();
+    ctx.run();
+    BOOST_TEST(reader_shared); // relocked while other_reader still holds the mutex
+    reader.unlock();
+    other_reader.unlock();
+
+    ctx.restart();
+    BOOST_TEST_REQUIRE(mutex.try_lock());
+    std::unique_lock<asio_sync::shared_mutex> writer(mutex, std::adopt_lock);
+    bool writer_exclusive = false;
+    cv.async_wait(writer, [&](error_code ec) {
+        BOOST_TEST(!ec);
+        writer_exclusive = writer.owns_lock() && !mutex.try_lock_shared();
+    });
+    BOOST_TEST_REQUIRE(mutex.try_lock_shared()); // the wait gave the exclusive lock up
+    mutex.unlock_shared();
+    cv.notify_all();
+    ctx.run();
+    BOOST_TEST(writer_exclusive);
+}
+
+BOOST_AUTO_TEST_CASE(every_token)
+{
+    {
+        waiters w;
+        lock_type& lock = w.lock();
+        std::future<void> f = w.cv.async_wait(lock, asio::use_future);
+        w.cv.notify_one();
+        w.ctx.run();
+        BOOST_CHECK_NO_THROW(f.get());
+        BOOST_TEST(lock.owns_lock());
+    }
+    {
+        waiters w;
+        lock_type& lock = w.lock();
+        std::future<void> f = w.cv.async_wait(
+            lock, [] { return false; }, asio::use_future);
+        w.cv.cancel();
+        w.ctx.run();
+        BOOST_CHECK_THROW(f.get(), boost::system::system_error);
+        BOOST_TEST(lock.owns_lock());
+    }
+    {
+        waiters w;
+        lock_type& lock = w.lock();
+        auto op = w.cv.async_wait(lock, asio::deferred);
+        BOOST_TEST(lock.owns_lock()); // a deferred wait starts when it is invoked
+        w.cv.notify_one();
+        auto [out, handler] = make_record();
+        std::move(op)(handler);
+        BOOST_TEST(!lock.owns_lock());
+        w.cv.notify_one();
+        w.ctx.run();
+        BOOST_TEST(out->calls == 1);
+        BOOST_TEST(lock.owns_lock());
+    }
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+    {
+        waiters w;
+        std::deque<int> queue;
+        int consumed = 0;
+        auto consumer = [&]() -> asio::awaitable<void> {
+            lock_type lock = co_await w.mutex.async_scoped_lock(asio::use_awaitable);
+            co_await w.cv.async_wait(
+                lock, [&] { return !queue.empty(); }, asio::use_awaitable);
+            consumed = queue.front();
+            auto [ec] = co_await w.cv.async_wait(lock, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(!ec);
+            BOOST_TEST(lock.owns_lock());
+        };
+        asio::co_spawn(w.ctx, consumer(), asio::detached);
+        drain(w.ctx);
+        BOOST_TEST_REQUIRE(w.mutex.try_lock());
+        queue.push_back(7);
+        w.mutex.unlock();
+        w.cv.notify_one();
+        drain(w.ctx);
+        BOOST_TEST(consumed == 7);
+        w.cv.notify_one();
+        w.ctx.run();
+        BOOST_TEST(w.mutex.try_lock()); // the coroutine's lock unlocked at its end
+    }
+#endif
+}
+
+// A wait allocates its operation through the handler's allocator, and the relock what a lock
+// allocates: with the mutex free, its completion's submission. Nothing else.
+BOOST_AUTO_TEST_CASE(a_wait_allocates_only_through_the_handler_allocator)
+{
+    asio::io_context ctx(1);
+    asio_sync::mutex mutex(ctx);
+    condition_variable cv(ctx);
+    asio_sync::test::allocation_counts counts;
+    constexpr int rounds = 100;
+    int succeeded = 0;
+    BOOST_TEST_REQUIRE(mutex.try_lock());
+    lock_type lock(mutex, std::adopt_lock);
+    auto handler = asio::bind_allocator(asio_sync::test::counting_allocator<void>(counts),
+                                        [&](error_code ec) { succeeded += !ec; });
+    for (int i = 0; i < rounds; ++i)
+    {
+        cv.async_wait(lock, handler);
+        cv.notify_one();
+        drain(ctx);
+    }
+    BOOST_TEST(succeeded == rounds);
+    BOOST_TEST(counts.allocations.load() == std::size_t(2 * rounds));
+    BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
+}
+
+// A notified waiter whose relock cannot start loses its own handler; the notification passes to
+// the next waiter, and notify_one does not throw.
+BOOST_AUTO_TEST_CASE(a_woken_waiter_that_cannot_relock_passes_the_notification_on)
+{
+    waiters w;
+    fault_plan plan;
+    plan.fail_at = 2; // the wait's operation, then the relock's submission
+    plan.armed = true;
+    int failed = 0;
+    lock_type& first = w.lock();
+    w.cv.async_wait(first,
+                    asio::bind_allocator(failing_allocator<void>(plan), [&](error_code) { ++failed; }));
+    w.wait(2);
+    BOOST_CHECK_NO_THROW(w.cv.notify_one());
+    drain(w.ctx);
+    BOOST_TEST(plan.failures == 1u);
+    BOOST_TEST(failed == 0);
+    BOOST_TEST(w.order == (std::vector<int>{2}));
+    BOOST_TEST(w.owned.at(0));
+    BOOST_TEST(!first.owns_lock());
+}
+
+BOOST_AUTO_TEST_CASE(a_wait_that_cannot_allocate_throws_and_keeps_the_lock)
+{
+    waiters w;
+    fault_plan plan;
+    plan.fail_at = 1;
+    plan.armed = true;
+    lock_type& lock = w.lock();
+    int calls = 0;
+    BOOST_CHECK_THROW(w.cv.async_wait(lock, asio::bind_allocator(failing_allocator<void>(plan),
+                                                                 [&](error_code) { ++calls; })),
+                      std::bad_alloc);
+    BOOST_TEST(lock.owns_lock());
+    BOOST_TEST(w.cv.cancel() == 0u);
+    w.ctx.run();
+    BOOST_TEST(calls == 0);
+}
+
+// Producers push under the lock and notify one consumer each time; consumers on a thread pool
+// wait with a predicate, and the last item wakes them all to stop. Every item is consumed exactly
+// once and every consumer finishes: no notification is lost. Outcomes are counted on the pool and
+// checked here, as Boost.Test is not thread-safe.
+BOOST_AUTO_TEST_CASE(producers_and_consumers_on_a_thread_pool_lose_nothing)
+{
+    constexpr std::size_t consumers = 8;
+    constexpr int producers = 4;
+    constexpr int items_each = 250;
+    constexpr int total = producers * items_each;
+    asio::thread_pool pool(4);
+    asio_sync::mutex mutex(pool);
+    condition_variable cv(pool);
+    std::deque<int> queue; // guarded by mutex, as is consumed
+    int consumed = 0;
+    std::atomic<int> failures{0};
+    std::atomic<int> finished{0};
+    std::vector<lock_type> locks(consumers);
+
+    std::function<void(std::size_t)> consume = [&](std::size_t c) {
+        cv.async_wait(
+            locks[c], [&] { return !queue.empty() || consumed == total; },
+            [&, c](error_code ec) {
+                failures += ec || !locks[c].owns_lock();
+                if (queue.empty())
+                {
+                    locks[c].unlock();
+                    ++finished;
+                    return;
+                }
+                queue.pop_front();
+                if (++consumed == total)
+                    cv.notify_all();
+                consume(c);
+            });
+    };
+    for (std::size_t c = 0; c < consumers; ++c)
+        mutex.async_scoped_lock([&, c](error_code ec, lock_type lock) {
+            failures += bool(ec);
+            locks[c] = std::move(lock);
+            consume(c);
+        });
+    for (int p = 0; p < producers; ++p)
+        asio::post(pool, [&] {
+            for (int i = 0; i < items_each; ++i)
+                mutex.async_scoped_lock([&, i](error_code ec, lock_type) {
+                    failures += bool(ec);
+                    queue.push_back(i);
+                    cv.notify_one();
+                });
+        });
+    pool.join();
+    BOOST_TEST(failures.load() == 0);
+    BOOST_TEST(consumed == total);
+    BOOST_TEST(finished.load() == int(consumers));
+    BOOST_TEST(queue.empty());
+}
+
+// A wait cancelled from its strand while another thread notifies: one outcome each, the handler
+// holds the lock either way, and a notification the cancelled wait did not take wakes the second
+// waiter.
+BOOST_AUTO_TEST_CASE(cancellation_racing_notify_one_loses_no_notification)
+{
+    struct result
+    {
+        error_code ec;
+        bool owned = false;
+    };
+    asio::thread_pool pool(4);
+    for (int round = 0; round < 300; ++round)
+    {
+        asio_sync::mutex mutex(pool);
+        condition_variable cv(pool);
+        auto strand = asio::make_strand(pool);
+        auto cancel = std::make_shared<asio::cancellation_signal>();
+        lock_type first;
+        lock_type second;
+        std::promise<result> first_result;
+        std::promise<result> second_result;
+        std::promise<void> waiting;
+        asio::post(strand, [&, cancel] {
+            first = lock_type(mutex, std::try_to_lock); // free: nothing else runs yet
+            cv.async_wait(first, asio::bind_cancellation_slot(cancel->slot(),
+                                                              asio::bind_executor(strand, [&](error_code ec) {
+                                                                  const bool owned = first.owns_lock();
+                                                                  if (owned)
+                                                                      first.unlock();
+                                                                  first_result.set_value({ec, owned});
+                                                              })));
+            second = lock_type(mutex, std::try_to_lock);
+            cv.async_wait(second, [&](error_code ec) {
+                const bool owned = second.owns_lock();
+                if (owned)
+                    second.unlock();
+                second_result.set_value({ec, owned});
+            });
+            waiting.set_value();
+            asio::post(strand, [cancel] { cancel->emit(asio::cancellation_type::terminal); });
+        });
+        waiting.get_future().get();
+        cv.notify_one();
+        const result r1 = first_result.get_future().get();
+        BOOST_TEST(r1.owned);
+        BOOST_TEST((!r1.ec || r1.ec == asio::error::operation_aborted));
+        if (!r1.ec)
+            cv.notify_one(); // the first took the notification: the second needs its own
+        const result r2 = second_result.get_future().get();
+        BOOST_TEST(!r2.ec); // if the first was cancelled, the notification went on
+        BOOST_TEST(r2.owned);
+    }
+    pool.join();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
