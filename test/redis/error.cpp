@@ -19,8 +19,10 @@ namespace {
 
 namespace redis = asio_sync::redis;
 
-constexpr redis::error all_errors[] = {redis::error::connection_lost, redis::error::server_error,
-                                       redis::error::auth_failed, redis::error::unsupported_command};
+constexpr redis::error all_errors[] = {redis::error::connection_lost,   redis::error::server_error,
+                                       redis::error::auth_failed,       redis::error::unsupported_command,
+                                       redis::error::capacity_mismatch, redis::error::wrong_type,
+                                       redis::error::lease_lost};
 
 } // namespace
 

@@ -48,6 +48,19 @@ enum class error
     /// with no reply or with more than one (`SUBSCRIBE` and its relatives, `MONITOR`,
     /// `CLIENT REPLY`). Nothing was sent.
     unsupported_command,
+
+    /// A fleet-wide semaphore was opened with another capacity than the one its first user
+    /// declared in Redis. Nothing was changed.
+    capacity_mismatch,
+
+    /// A key of the fleet-wide semaphore holds a value of another type (Redis' `WRONGTYPE`).
+    /// Nothing was changed.
+    wrong_type,
+
+    /// The lease of a permit lapsed before it was renewed (Redis was unreachable for longer than
+    /// the lease, or it no longer knows the permit): other holders may have been granted its
+    /// permits.
+    lease_lost,
 };
 
 namespace detail {
@@ -74,6 +87,12 @@ public:
             return "the server refused the credentials";
         case error::unsupported_command:
             return "the command cannot run on a pipelined connection";
+        case error::capacity_mismatch:
+            return "the semaphore was declared with another capacity";
+        case error::wrong_type:
+            return "a key of the semaphore holds a value of another type";
+        case error::lease_lost:
+            return "the lease of the permit lapsed before it was renewed";
         }
         return "unknown asio_sync.redis error";
     }

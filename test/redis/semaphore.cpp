@@ -1,0 +1,403 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#define BOOST_TEST_MODULE redis_semaphore
+
+// The fleet-wide semaphore on a real server: every completion token, FIFO across connections,
+// fencing, try, cancellation and timeouts that remove the remote waiter, lease renewal and loss,
+// and the errors of a mismatched capacity, too many permits and a key of another type.
+
+#include <asio_sync/redis/semaphore.hpp>
+
+#include "support/redis_server.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+
+BOOST_AUTO_TEST_SUITE(redis_semaphore)
+
+namespace {
+
+namespace asio = boost::asio;
+namespace redis = asio_sync::redis;
+using asio_sync::test::redis_server;
+using namespace std::chrono_literals;
+using permit = redis::semaphore::permit;
+using script = redis::detail::semaphore_script;
+
+// Bounds every wait, so that a bug fails the test instead of hanging it; no outcome depends on it.
+constexpr std::chrono::seconds limit{30};
+constexpr std::chrono::milliseconds lease{500};
+
+redis::connection_options options_for(std::uint16_t port)
+{
+    redis::connection_options options;
+    options.port = port;
+    options.reconnect_delay_min = 1ms;
+    options.reconnect_delay_max = 50ms;
+    return options;
+}
+
+boost::system::error_code code(boost::system::error_code ec)
+{
+    return ec;
+}
+
+struct acquired
+{
+    boost::system::error_code ec;
+    permit p;
+};
+
+// A handler that hands the completion to a future.
+class to_future
+{
+public:
+    to_future() : promise_(std::make_shared<std::promise<acquired>>()) {}
+
+    std::future<acquired> get_future() { return promise_->get_future(); }
+
+    void operator()(boost::system::error_code ec, permit p) { promise_->set_value({ec, std::move(p)}); }
+
+private:
+    std::shared_ptr<std::promise<acquired>> promise_;
+};
+
+template <class T>
+T wait(std::future<T>& f)
+{
+    BOOST_REQUIRE_MESSAGE(f.wait_for(limit) == std::future_status::ready, "no completion within the limit");
+    return f.get();
+}
+
+template <class T>
+bool is_ready(std::future<T>& f)
+{
+    return f.wait_for(0s) == std::future_status::ready;
+}
+
+// A server, an io_context run by one thread, and connections declared after it (so closed
+// before the thread stops).
+struct fixture
+{
+    fixture()
+        : work(asio::make_work_guard(io)), thread([this] { io.run(); }),
+          first(io, options_for(server.port())), second(io, options_for(server.port()))
+    {
+    }
+
+    ~fixture()
+    {
+        first.close();
+        second.close();
+        work.reset();
+        io.stop();
+        thread.join();
+    }
+
+    std::future<acquired> acquire(redis::semaphore& sem, std::size_t n)
+    {
+        to_future handler;
+        auto f = handler.get_future();
+        sem.async_acquire_permit(n, std::move(handler));
+        return f;
+    }
+
+    std::future<acquired> try_acquire(redis::semaphore& sem, std::size_t n)
+    {
+        to_future handler;
+        auto f = handler.get_future();
+        sem.async_try_acquire_permit(n, std::move(handler));
+        return f;
+    }
+
+    std::string redis_command(std::vector<std::string> args) { return server.command(args); }
+
+    // The invariant check of the library: "ok <used> <holders> <queued>".
+    std::string check(const std::string& name) { return server.execute(script(name).check()).to_text(); }
+
+    std::string queue_length(const std::string& name)
+    {
+        return server.command({"ZCARD", script(name).key(redis::detail::semaphore_key::queue)});
+    }
+
+    // Polls Redis until `f` holds; fails after the limit.
+    template <class Predicate>
+    void eventually(Predicate f)
+    {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (!f())
+        {
+            BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                                  "condition not met within the limit");
+            std::this_thread::sleep_for(5ms);
+        }
+    }
+
+    redis_server server;
+    asio::io_context io;
+    asio::executor_work_guard<asio::io_context::executor_type> work;
+    std::thread thread;
+    redis::connection first;
+    redis::connection second;
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(acquires_and_releases_through_a_callback, fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, lease);
+    auto f = acquire(sem, 2);
+    acquired a = wait(f);
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(a.p.count() == 2u);
+    BOOST_TEST(a.p.fencing_token() > 0u);
+    BOOST_TEST(check("jobs") == "ok\n2\n1\n0");
+
+    std::promise<boost::system::error_code> released;
+    a.p.async_release([&](boost::system::error_code ec) { released.set_value(ec); });
+    auto r = released.get_future();
+    BOOST_TEST(!wait(r));
+    BOOST_TEST(a.p.count() == 0u);
+    BOOST_TEST(check("jobs") == "ok\n0\n0\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(zero_permits_complete_at_once_and_too_many_fail, fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, lease);
+    auto zero = acquire(sem, 0);
+    acquired a = wait(zero);
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(a.p.count() == 0u);
+
+    auto many = acquire(sem, 3);
+    acquired b = wait(many);
+    BOOST_TEST(b.ec == code(asio_sync::error::too_many_permits));
+    BOOST_TEST(b.p.count() == 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(works_with_every_token, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, lease);
+
+    auto fut = sem.async_acquire_permit(1, asio::use_future);
+    BOOST_REQUIRE(fut.wait_for(limit) == std::future_status::ready);
+    permit p = fut.get();
+    BOOST_TEST(p.count() == 1u);
+    p = permit();
+
+    auto deferred = sem.async_acquire_permit(1, asio::deferred);
+    auto via_deferred = std::move(deferred)(asio::use_future);
+    BOOST_REQUIRE(via_deferred.wait_for(limit) == std::future_status::ready);
+    permit q = via_deferred.get();
+    BOOST_TEST(q.count() == 1u);
+    q = permit();
+
+    auto coro = asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<std::size_t> {
+            permit r = co_await sem.async_acquire_permit(1, asio::use_awaitable);
+            co_return r.count();
+        },
+        asio::use_future);
+    BOOST_REQUIRE(coro.wait_for(limit) == std::future_status::ready);
+    BOOST_TEST(coro.get() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(serves_two_connections_in_fifo_order_with_increasing_fences, fixture)
+{
+    redis::semaphore a(first, "jobs", 2, lease);
+    redis::semaphore b(second, "jobs", 2, lease);
+
+    auto holder = acquire(a, 2);
+    acquired h = wait(holder);
+    BOOST_REQUIRE(!h.ec);
+
+    auto big = acquire(b, 2);
+    eventually([&] { return queue_length("jobs") == "1"; });
+    auto small = acquire(a, 1);
+    eventually([&] { return queue_length("jobs") == "2"; });
+    BOOST_TEST(!is_ready(big));
+    BOOST_TEST(!is_ready(small));
+
+    h.p = permit(); // released in the background
+    acquired first_served = wait(big);
+    BOOST_REQUIRE(!first_served.ec);
+    BOOST_TEST(first_served.p.count() == 2u);
+    BOOST_TEST(first_served.p.fencing_token() > h.p.fencing_token());
+    BOOST_TEST(!is_ready(small)); // strict FIFO: the second waiter waits behind the first
+    const std::uint64_t fence = first_served.p.fencing_token();
+    first_served.p = permit();
+
+    acquired second_served = wait(small);
+    BOOST_REQUIRE(!second_served.ec);
+    BOOST_TEST(second_served.p.fencing_token() > fence);
+}
+
+BOOST_FIXTURE_TEST_CASE(try_never_queues, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, lease);
+    auto held = try_acquire(sem, 1);
+    acquired h = wait(held);
+    BOOST_REQUIRE(!h.ec);
+    BOOST_TEST(h.p.count() == 1u);
+
+    auto busy = try_acquire(sem, 1);
+    acquired b = wait(busy);
+    BOOST_TEST(b.ec == code(asio::error::would_block));
+    BOOST_TEST(b.p.count() == 0u);
+    BOOST_TEST(queue_length("jobs") == "0");
+}
+
+BOOST_FIXTURE_TEST_CASE(cancellation_removes_the_remote_waiter_and_serves_the_next, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, lease);
+    redis::semaphore b(second, "jobs", 1, lease);
+    auto held = acquire(a, 1);
+    acquired h = wait(held);
+    BOOST_REQUIRE(!h.ec);
+
+    asio::cancellation_signal signal;
+    to_future handler;
+    auto cancelled = handler.get_future();
+    asio::post(io, [&] {
+        a.async_acquire_permit(1, asio::bind_cancellation_slot(signal.slot(), std::move(handler)));
+    });
+    eventually([&] { return queue_length("jobs") == "1"; });
+    auto next = acquire(b, 1);
+    eventually([&] { return queue_length("jobs") == "2"; });
+
+    asio::post(io, [&] { signal.emit(asio::cancellation_type::terminal); });
+    acquired c = wait(cancelled);
+    BOOST_TEST(c.ec == code(asio::error::operation_aborted));
+    BOOST_TEST(c.p.count() == 0u);
+    eventually([&] { return queue_length("jobs") == "1"; });
+
+    h.p = permit();
+    acquired n = wait(next);
+    BOOST_TEST(!n.ec);
+    BOOST_TEST(n.p.count() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(timeout_removes_the_remote_waiter, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, lease);
+    auto held = acquire(sem, 1);
+    acquired h = wait(held);
+    BOOST_REQUIRE(!h.ec);
+
+    to_future handler;
+    auto timed = handler.get_future();
+    sem.async_acquire_permit_for(1, 50ms, std::move(handler));
+    acquired t = wait(timed);
+    BOOST_TEST(t.ec == code(asio_sync::error::timed_out));
+    eventually([&] { return queue_length("jobs") == "0"; });
+    BOOST_TEST(check("jobs") == "ok\n1\n1\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_grant_racing_a_cancellation_is_given_back, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, lease);
+    for (int round = 0; round < 20; ++round)
+    {
+        asio::cancellation_signal signal;
+        to_future handler;
+        auto f = handler.get_future();
+        // Cancelled in the same turn as the acquire was started: its FCALL is already queued and
+        // will be granted; the release sent after it gives the grant back.
+        asio::post(io, [&] {
+            sem.async_acquire_permit(1, asio::bind_cancellation_slot(signal.slot(), std::move(handler)));
+            signal.emit(asio::cancellation_type::terminal);
+        });
+        acquired a = wait(f);
+        BOOST_TEST(a.ec == code(asio::error::operation_aborted));
+        eventually([&] { return check("jobs").rfind("ok\n0\n", 0) == 0; });
+    }
+    auto last = acquire(sem, 1);
+    BOOST_TEST(!wait(last).ec);
+}
+
+BOOST_FIXTURE_TEST_CASE(renewal_keeps_a_permit_past_several_leases, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, 300ms);
+    redis::semaphore b(second, "jobs", 1, 300ms);
+    auto held = acquire(a, 1);
+    acquired h = wait(held);
+    BOOST_REQUIRE(!h.ec);
+    std::this_thread::sleep_for(1500ms); // five leases
+    auto other = try_acquire(b, 1);
+    BOOST_TEST(wait(other).ec == code(asio::error::would_block));
+    BOOST_TEST(check("jobs") == "ok\n1\n1\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_holder_that_cannot_renew_reports_lost_and_its_fence_is_older, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, 300ms);
+    auto held = acquire(a, 1);
+    acquired h = wait(held);
+    BOOST_REQUIRE(!h.ec);
+    std::promise<boost::system::error_code> lost;
+    h.p.async_wait_lost([&](boost::system::error_code ec) { lost.set_value(ec); });
+    bool slot_emitted = false;
+    // Assigned on the connection's thread, which emits the signal.
+    std::promise<void> assigned;
+    asio::post(io, [&] {
+        h.p.lost_slot().assign([&](asio::cancellation_type) { slot_emitted = true; });
+        assigned.set_value();
+    });
+    auto assigned_future = assigned.get_future();
+    wait(assigned_future);
+
+    server.pause();
+    auto l = lost.get_future();
+    const boost::system::error_code ec = wait(l);
+    server.resume();
+    BOOST_TEST(ec == code(redis::error::lease_lost));
+
+    redis::semaphore b(second, "jobs", 1, 300ms);
+    auto next = acquire(b, 1);
+    acquired n = wait(next);
+    BOOST_REQUIRE(!n.ec);
+    BOOST_TEST(n.p.fencing_token() > h.p.fencing_token());
+    std::promise<bool> emitted;
+    asio::post(io, [&] { emitted.set_value(slot_emitted); });
+    auto e = emitted.get_future();
+    BOOST_TEST(wait(e));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_capacity_mismatch_is_refused, fixture)
+{
+    redis::semaphore a(first, "jobs", 2, lease);
+    redis::semaphore b(second, "jobs", 3, lease);
+    auto held = acquire(a, 1);
+    BOOST_REQUIRE(!wait(held).ec);
+    auto other = acquire(b, 1);
+    BOOST_TEST(wait(other).ec == code(redis::error::capacity_mismatch));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_key_of_another_type_is_refused, fixture)
+{
+    redis_command({"SET", script("jobs").key(redis::detail::semaphore_key::queue), "x"});
+    redis::semaphore sem(first, "jobs", 2, lease);
+    auto f = acquire(sem, 1);
+    BOOST_TEST(wait(f).ec == code(redis::error::wrong_type));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
