@@ -24,7 +24,11 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <future>
 #include <memory>
 #include <string>
@@ -97,8 +101,8 @@ bool is_ready(std::future<T>& f)
 // before the thread stops).
 struct fixture
 {
-    fixture()
-        : work(asio::make_work_guard(io)), thread([this] { io.run(); }),
+    explicit fixture(redis_server::options opts = {})
+        : server(std::move(opts)), work(asio::make_work_guard(io)), thread([this] { io.run(); }),
           first(io, options_for(server.port())), second(io, options_for(server.port()))
     {
     }
@@ -157,6 +161,11 @@ struct fixture
     std::thread thread;
     redis::connection first;
     redis::connection second;
+};
+
+struct append_only_fixture : fixture
+{
+    append_only_fixture() : fixture(redis_server::options{true, {}, {}}) {}
 };
 
 } // namespace
@@ -398,6 +407,80 @@ BOOST_FIXTURE_TEST_CASE(a_key_of_another_type_is_refused, fixture)
     redis::semaphore sem(first, "jobs", 2, lease);
     auto f = acquire(sem, 1);
     BOOST_TEST(wait(f).ec == code(redis::error::wrong_type));
+}
+
+BOOST_FIXTURE_TEST_CASE(survives_a_server_restart_without_granting_twice, append_only_fixture)
+{
+    redis::semaphore a(first, "jobs", 2, 2000ms);
+    redis::semaphore b(second, "jobs", 2, 2000ms);
+    auto held = acquire(a, 1);
+    acquired h = wait(held);
+    BOOST_REQUIRE(!h.ec);
+
+    server.stop();
+    auto queued = acquire(b, 2); // started while Redis is down: waits for it
+    server.start();
+    eventually([&] { return queue_length("jobs") == "1"; });
+    BOOST_TEST(!is_ready(queued));
+
+    h.p = permit();
+    acquired q = wait(queued);
+    BOOST_REQUIRE(!q.ec);
+    BOOST_TEST(q.p.count() == 2u);
+    BOOST_TEST(q.p.fencing_token() > h.p.fencing_token());
+    BOOST_TEST(check("jobs") == "ok\n2\n1\n0");
+}
+
+// The holder is another process, forked before this one has any thread, killed with SIGKILL
+// while it holds every permit: its lease lapses and the permits return.
+BOOST_AUTO_TEST_CASE(the_permits_of_a_killed_process_return)
+{
+    redis_server server;
+    int ready[2];
+    BOOST_REQUIRE(::pipe(ready) == 0);
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0)
+    {
+        asio::io_context io;
+        redis::connection conn(io, options_for(server.port()));
+        redis::semaphore sem(conn, "jobs", 2, lease);
+        permit held;
+        sem.async_acquire_permit(2, [&](boost::system::error_code ec, permit p) {
+            held = std::move(p);
+            const char byte = ec ? 'e' : 'g';
+            if (::write(ready[1], &byte, 1) != 1)
+                ::_exit(1);
+        });
+        io.run(); // renews until killed
+        ::_exit(0);
+    }
+    ::close(ready[1]);
+    char byte = 0;
+    BOOST_REQUIRE(::read(ready[0], &byte, 1) == 1);
+    ::close(ready[0]);
+    BOOST_TEST(byte == 'g');
+    BOOST_TEST(server.execute(script("jobs").check()).to_text() == "ok\n2\n1\n0");
+    ::kill(child, SIGKILL);
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+
+    asio::io_context io;
+    auto work = asio::make_work_guard(io);
+    std::thread runner([&] { io.run(); });
+    {
+        redis::connection conn(io, options_for(server.port()));
+        redis::semaphore sem(conn, "jobs", 2, lease);
+        auto f = sem.async_acquire_permit(2, asio::use_future);
+        BOOST_REQUIRE(f.wait_for(limit) == std::future_status::ready);
+        permit p = f.get();
+        BOOST_TEST(p.count() == 2u);
+        p = permit();
+        conn.close();
+    }
+    work.reset();
+    io.stop();
+    runner.join();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

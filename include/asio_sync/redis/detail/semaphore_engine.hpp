@@ -212,6 +212,8 @@ public:
         {
             const std::lock_guard<std::mutex> lock(mutex_);
             stopped_ = true;
+            if (holders_.empty())
+                heartbeat_.cancel();
             for (const auto& entry : waiters_)
                 keys.push_back(entry.first);
         }
