@@ -49,6 +49,8 @@ using script = redis::detail::semaphore_script;
 // Bounds every wait, so that a bug fails the test instead of hanging it; no outcome depends on it.
 constexpr std::chrono::seconds limit{30};
 constexpr std::chrono::milliseconds lease{500};
+// Longer than the limit: a waiter left behind in Redis stays queued for the whole test.
+constexpr std::chrono::milliseconds long_lease{120000};
 
 redis::connection_options options_for(std::uint16_t port)
 {
@@ -277,8 +279,8 @@ BOOST_FIXTURE_TEST_CASE(try_never_queues, fixture)
 
 BOOST_FIXTURE_TEST_CASE(cancellation_removes_the_remote_waiter_and_serves_the_next, fixture)
 {
-    redis::semaphore a(first, "jobs", 1, lease);
-    redis::semaphore b(second, "jobs", 1, lease);
+    redis::semaphore a(first, "jobs", 1, long_lease);
+    redis::semaphore b(second, "jobs", 1, long_lease);
     auto held = acquire(a, 1);
     acquired h = wait(held);
     BOOST_REQUIRE(!h.ec);
@@ -307,7 +309,7 @@ BOOST_FIXTURE_TEST_CASE(cancellation_removes_the_remote_waiter_and_serves_the_ne
 
 BOOST_FIXTURE_TEST_CASE(timeout_removes_the_remote_waiter, fixture)
 {
-    redis::semaphore sem(first, "jobs", 1, lease);
+    redis::semaphore sem(first, "jobs", 1, long_lease);
     auto held = acquire(sem, 1);
     acquired h = wait(held);
     BOOST_REQUIRE(!h.ec);
