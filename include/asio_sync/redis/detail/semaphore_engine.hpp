@@ -423,6 +423,11 @@ private:
             lock.unlock();
             return send_acquire(key, id, n, mode);
         }
+        if (ec == redis::error::server_error && transient(r))
+        {
+            lock.unlock();
+            return retry_acquire(key, id);
+        }
         if (ec)
             return finish(lock, it, ec == redis::error::server_error ? error_of(r) : ec);
         const state s = parse(r);
@@ -434,6 +439,30 @@ private:
             w.queued = true;
         else
             finish(lock, it, redis::error::server_error);
+    }
+
+    // An error reply that a later call will not get: the server is loading its data set after a
+    // restart (LOADING), or is busy running a script (BUSY).
+    static bool transient(const reply& r)
+    {
+        const std::string_view text = r.text;
+        return text.rfind("LOADING", 0) == 0 || text.rfind("BUSY", 0) == 0;
+    }
+
+    // Sends the acquire `id` again after a short pause, if it is still wanted.
+    void retry_acquire(std::uint64_t key, const std::string& id)
+    {
+        auto timer = std::make_shared<boost::asio::steady_timer>(connection_.get_executor(), retry_delay);
+        timer->async_wait([self = this->shared_from_this(), timer, key, id](boost::system::error_code) {
+            std::unique_lock<std::mutex> lock(self->mutex_);
+            const auto it = self->waiters_.find(key);
+            if (it == self->waiters_.end() || it->second.id != id)
+                return;
+            const std::size_t n = it->second.n;
+            const acquire_mode mode = it->second.mode;
+            lock.unlock();
+            self->send_acquire(key, id, n, mode);
+        });
     }
 
     // Completes the waiter `it` with `ec` and no permit; `lock` is released.
@@ -649,6 +678,8 @@ private:
             signal->emit(boost::asio::cancellation_type::terminal);
         }
     }
+
+    static constexpr std::chrono::milliseconds retry_delay{20};
 
     connection_type& connection_;
     const semaphore_script script_;
