@@ -345,8 +345,9 @@ BOOST_FIXTURE_TEST_CASE(a_holder_that_cannot_renew_reports_lost_and_its_fence_is
     auto held = acquire(a, 1);
     acquired h = wait(held);
     BOOST_REQUIRE(!h.ec);
-    std::promise<boost::system::error_code> lost;
-    h.p.async_wait_lost([&](boost::system::error_code ec) { lost.set_value(ec); });
+    // Shared: if the test fails first, the permit's release completes the wait after this scope.
+    auto lost = std::make_shared<std::promise<boost::system::error_code>>();
+    h.p.async_wait_lost([lost](boost::system::error_code ec) { lost->set_value(ec); });
     bool slot_emitted = false;
     // Assigned on the connection's thread, which emits the signal.
     std::promise<void> assigned;
@@ -358,7 +359,7 @@ BOOST_FIXTURE_TEST_CASE(a_holder_that_cannot_renew_reports_lost_and_its_fence_is
     wait(assigned_future);
 
     server.pause();
-    auto l = lost.get_future();
+    auto l = lost->get_future();
     const boost::system::error_code ec = wait(l);
     server.resume();
     BOOST_TEST(ec == code(redis::error::lease_lost));
