@@ -107,6 +107,15 @@ struct fixture
         return f;
     }
 
+    // Acquires `n` permits that the test needs granted.
+    acquired hold(redis::semaphore& sem, std::size_t n)
+    {
+        auto f = acquire(sem, n);
+        acquired a = wait(f);
+        BOOST_REQUIRE(!a.ec);
+        return a;
+    }
+
     std::future<acquired> try_acquire(redis::semaphore& sem, std::size_t n)
     {
         to_future handler;
@@ -218,9 +227,7 @@ BOOST_FIXTURE_TEST_CASE(serves_two_connections_in_fifo_order_with_increasing_fen
     redis::semaphore a(first, "jobs", 2, lease);
     redis::semaphore b(second, "jobs", 2, lease);
 
-    auto holder = acquire(a, 2);
-    acquired h = wait(holder);
-    BOOST_REQUIRE(!h.ec);
+    acquired h = hold(a, 2);
 
     auto big = acquire(b, 2);
     eventually([&] { return queue_length("jobs") == "1"; });
@@ -262,9 +269,7 @@ BOOST_FIXTURE_TEST_CASE(cancellation_removes_the_remote_waiter_and_serves_the_ne
 {
     redis::semaphore a(first, "jobs", 1, long_lease);
     redis::semaphore b(second, "jobs", 1, long_lease);
-    auto held = acquire(a, 1);
-    acquired h = wait(held);
-    BOOST_REQUIRE(!h.ec);
+    acquired h = hold(a, 1);
 
     asio::cancellation_signal signal;
     to_future handler;
@@ -291,9 +296,7 @@ BOOST_FIXTURE_TEST_CASE(cancellation_removes_the_remote_waiter_and_serves_the_ne
 BOOST_FIXTURE_TEST_CASE(timeout_removes_the_remote_waiter, fixture)
 {
     redis::semaphore sem(first, "jobs", 1, long_lease);
-    auto held = acquire(sem, 1);
-    acquired h = wait(held);
-    BOOST_REQUIRE(!h.ec);
+    acquired h = hold(sem, 1);
 
     to_future handler;
     auto timed = handler.get_future();
@@ -330,9 +333,7 @@ BOOST_FIXTURE_TEST_CASE(renewal_keeps_a_permit_past_several_leases, fixture)
 {
     redis::semaphore a(first, "jobs", 1, 300ms);
     redis::semaphore b(second, "jobs", 1, 300ms);
-    auto held = acquire(a, 1);
-    acquired h = wait(held);
-    BOOST_REQUIRE(!h.ec);
+    acquired h = hold(a, 1);
     std::this_thread::sleep_for(1500ms); // five leases
     auto other = try_acquire(b, 1);
     BOOST_TEST(wait(other).ec == code(asio::error::would_block));
@@ -342,9 +343,7 @@ BOOST_FIXTURE_TEST_CASE(renewal_keeps_a_permit_past_several_leases, fixture)
 BOOST_FIXTURE_TEST_CASE(a_holder_that_cannot_renew_reports_lost_and_its_fence_is_older, fixture)
 {
     redis::semaphore a(first, "jobs", 1, 300ms);
-    auto held = acquire(a, 1);
-    acquired h = wait(held);
-    BOOST_REQUIRE(!h.ec);
+    acquired h = hold(a, 1);
     // Shared: if the test fails first, the permit's release completes the wait after this scope.
     auto lost = std::make_shared<std::promise<boost::system::error_code>>();
     h.p.async_wait_lost([lost](boost::system::error_code ec) { lost->set_value(ec); });
@@ -397,9 +396,7 @@ BOOST_FIXTURE_TEST_CASE(survives_a_server_restart_without_granting_twice, append
 {
     redis::semaphore a(first, "jobs", 2, long_lease);
     redis::semaphore b(second, "jobs", 2, long_lease);
-    auto held = acquire(a, 1);
-    acquired h = wait(held);
-    BOOST_REQUIRE(!h.ec);
+    acquired h = hold(a, 1);
 
     server.stop();
     auto queued = acquire(b, 2); // started while Redis is down: waits for it
