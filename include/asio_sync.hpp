@@ -14,7 +14,10 @@
 /// asio_sync::basic_mutex, asio_sync::basic_shared_mutex and their error codes,
 /// asio_sync::error. Everything in the nested `detail` namespace is internal.
 
+#include <asio_sync/auto_reset_event.hpp>
 #include <asio_sync/error.hpp>
+#include <asio_sync/latch.hpp>
+#include <asio_sync/manual_reset_event.hpp>
 #include <asio_sync/mutex.hpp>
 #include <asio_sync/semaphore.hpp>
 #include <asio_sync/shared_mutex.hpp>

@@ -583,7 +583,7 @@ public:
     bool is_closed() const noexcept { return impl_.core.is_closed(); }
 
 private:
-    friend struct detail::access;
+    friend detail::access;
 
     struct no_timeout
     {
@@ -732,7 +732,7 @@ public:
     basic_semaphore& semaphore() const noexcept { return *semaphore_; }
 
 private:
-    friend struct detail::access;
+    friend detail::access;
 
     permit(basic_semaphore& owner, std::size_t n) noexcept : semaphore_(&owner), count_(n) {}
 

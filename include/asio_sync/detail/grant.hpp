@@ -51,6 +51,21 @@ struct adopt_lock_grant
     void undelivered(std::size_t) const noexcept {}
 };
 
+// The grant of a wait for a signal that a completion does not consume (a manual-reset event, a
+// latch, a closed gate): the handler receives only the error code, and an undelivered completion
+// has nothing to give back.
+struct signal_grant
+{
+    static constexpr bool to_permit = false;
+
+    std::tuple<boost::system::error_code> operator()(boost::system::error_code ec) const noexcept
+    {
+        return std::tuple<boost::system::error_code>(ec);
+    }
+
+    void undelivered(std::size_t) const noexcept {}
+};
+
 } // namespace asio_sync::detail
 
 #endif // ASIO_SYNC_DETAIL_GRANT_HPP

@@ -20,21 +20,40 @@ namespace asio_sync::detail {
 
 class semaphore_service;
 
-// The executor-independent state of a semaphore, registered with its context's service.
-struct semaphore_impl
+// What the service knows of a primitive that queues waiters: how to abort them at shutdown.
+struct service_entry
 {
-    explicit semaphore_impl(std::size_t initial_permits) : core(initial_permits) {}
-    semaphore_impl(std::size_t initial_permits, std::size_t bound) : core(initial_permits, bound) {}
+    using abort_func = void (*)(service_entry&, waiter_list&);
 
-    semaphore_core<> core;
-    semaphore_impl* prev = nullptr; // service list, guarded by the service's mutex
-    semaphore_impl* next = nullptr;
-    // Null once the context has shut down, so a semaphore may outlive its context.
+    explicit service_entry(abort_func abort) noexcept : abort_waiters(abort) {}
+
+    abort_func abort_waiters;      // moves every queued waiter, aborted, to the list
+    service_entry* prev = nullptr; // service list, guarded by the service's mutex
+    service_entry* next = nullptr;
+    // Null once the context has shut down, so a primitive may outlive its context.
     std::atomic<semaphore_service*> service{nullptr};
 };
 
-// Context shutdown destroys every queued acquire without invoking its handler, as Asio does with
-// its own pending operations.
+// The executor-independent state of a semaphore, registered with its context's service.
+struct semaphore_impl : service_entry
+{
+    explicit semaphore_impl(std::size_t initial_permits) : service_entry(&abort), core(initial_permits) {}
+    semaphore_impl(std::size_t initial_permits, std::size_t bound)
+        : service_entry(&abort), core(initial_permits, bound)
+    {
+    }
+
+    semaphore_core<> core;
+
+private:
+    static void abort(service_entry& self, waiter_list& doomed)
+    {
+        static_cast<semaphore_impl&>(self).core.abort_all(waiter_outcome::aborted, false, doomed);
+    }
+};
+
+// Context shutdown destroys every queued wait (of semaphores, events and latches) without invoking
+// its handler, as Asio does with its own pending operations.
 class semaphore_service final : public boost::asio::execution_context::service
 {
 public:
@@ -43,7 +62,7 @@ public:
 
     explicit semaphore_service(boost::asio::execution_context& ctx) : service(ctx) {}
 
-    void add(semaphore_impl& impl)
+    void add(service_entry& impl)
     {
         std::lock_guard<std::mutex> lock(mutex_);
         impl.prev = nullptr;
@@ -54,7 +73,7 @@ public:
         impl.service.store(this, std::memory_order_release);
     }
 
-    void remove(semaphore_impl& impl)
+    void remove(service_entry& impl)
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (impl.service.load(std::memory_order_relaxed) != this)
@@ -81,9 +100,9 @@ private:
         waiter_list doomed;
         {
             std::lock_guard<std::mutex> lock(mutex_);
-            for (semaphore_impl* impl = first_; impl; impl = impl->next)
+            for (service_entry* impl = first_; impl; impl = impl->next)
             {
-                impl->core.abort_all(waiter_outcome::aborted, false, doomed);
+                impl->abort_waiters(*impl, doomed);
                 impl->service.store(nullptr, std::memory_order_release);
             }
             first_ = nullptr;
@@ -93,7 +112,7 @@ private:
     }
 
     std::mutex mutex_;
-    semaphore_impl* first_ = nullptr;
+    service_entry* first_ = nullptr;
 };
 
 } // namespace asio_sync::detail

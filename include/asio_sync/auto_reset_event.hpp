@@ -1,0 +1,164 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_AUTO_RESET_EVENT_HPP
+#define ASIO_SYNC_AUTO_RESET_EVENT_HPP
+
+#include <asio_sync/semaphore.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace asio_sync {
+
+/// An asynchronous auto-reset event for Asio: each set lets exactly one waiter through.
+///
+/// `set()` completes the oldest queued `async_wait`, or, if nobody waits, leaves the event set so
+/// that the next wait completes at once and clears it. A set event stays set once: setting it
+/// again does nothing, so a set is never handed to two waiters. A wait that is cancelled never
+/// swallows a set: a set that races the cancellation either completes the wait successfully or
+/// passes to the next waiter (or stays set).
+///
+/// This is exactly a `basic_semaphore` bounded at one permit whose release saturates, and it is
+/// built on one: every guarantee of the semaphore holds for `async_wait` as for `async_acquire(1)`
+/// (FIFO, never inline, never under the lock, per-operation cancellation, the **Faults** rule:
+/// the set of a completion that cannot be delivered passes to the next waiter or stays, context
+/// shutdown, allocation only with the handler's allocator). `is_set`, `reset`, a wait on a set
+/// event and a `set` while nobody waits are lock-free.
+///
+/// **Memory ordering.** Everything a thread did before `set()` happens-before the completion of
+/// the wait that this set lets through (or the `reset()` that clears it).
+///
+/// **Not copyable, not movable:** queued operations refer to the event by address.
+///
+/// @tparam Executor The I/O executor: the default executor for completion handlers, and the
+/// context whose shutdown destroys pending operations.
+template <class Executor = boost::asio::any_io_executor>
+class basic_auto_reset_event
+{
+public:
+    /// The type of the executor associated with the event.
+    using executor_type = Executor;
+
+    /// Rebinds the event to another executor type.
+    ///
+    /// @tparam OtherExecutor The executor type to rebind to.
+    template <class OtherExecutor>
+    struct rebind_executor
+    {
+        /// The event type when rebound to the specified executor.
+        using other = basic_auto_reset_event<OtherExecutor>;
+    };
+
+    /// Constructs an event, clear unless `initially_set`.
+    ///
+    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// @param initially_set Whether the event starts set.
+    explicit basic_auto_reset_event(const executor_type& ex, bool initially_set = false)
+        : signal_(ex, initially_set ? 1 : 0, 1)
+    {
+    }
+
+    /// Constructs an event that uses the context's executor.
+    ///
+    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
+    /// executor converts to `executor_type`.
+    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// @param initially_set Whether the event starts set.
+    template <
+        class ExecutionContext,
+        std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
+    explicit basic_auto_reset_event(ExecutionContext& ctx, bool initially_set = false)
+        : basic_auto_reset_event(executor_type(ctx.get_executor()), initially_set)
+    {
+    }
+
+    /// Not copyable (nor movable): operations refer to the event by address.
+    basic_auto_reset_event(const basic_auto_reset_event&) = delete;
+    /// Not copy-assignable (nor move-assignable).
+    basic_auto_reset_event& operator=(const basic_auto_reset_event&) = delete;
+
+    /// Destroys the event. Queued waits complete with `boost::asio::error::operation_aborted`
+    /// (posted, oldest first); none is invoked inside the destructor.
+    ~basic_auto_reset_event() = default;
+
+    /// Returns the executor associated with the event.
+    const executor_type& get_executor() const noexcept { return signal_.get_executor(); }
+
+    /// Sets the event: completes the oldest queued wait, or, if nobody waits, leaves the event set
+    /// for the next wait. Setting a set event does nothing.
+    void set() noexcept { signal_.try_release(1); }
+
+    /// Clears the event if it is set. Lock-free.
+    ///
+    /// @returns true if the event was set (this call consumed the set).
+    bool reset() noexcept { return signal_.try_acquire(1); }
+
+    /// Returns true while the event is set and nobody has consumed the set. Lock-free.
+    bool is_set() const noexcept { return signal_.available() != 0; }
+
+    /// Completes every queued wait with `boost::asio::error::operation_aborted`, oldest first;
+    /// the event stays as it is.
+    ///
+    /// @returns the number of waits aborted.
+    std::size_t cancel() { return signal_.cancel(); }
+
+    /// Starts an asynchronous wait for a set.
+    ///
+    /// On a set event the wait consumes the set and completes at once (posted, never inline);
+    /// otherwise it is queued behind earlier waits until a `set()` reaches it.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
+    /// same: the wait leaves the queue and completes with `operation_aborted`. A cancellation that
+    /// races a `set()` has exactly one outcome: success (the wait consumed the set) or
+    /// `operation_aborted` (the set passed to the next waiter, or the event stays set). A wait
+    /// decided at initiation is not cancellable.
+    ///
+    /// @par Executor
+    /// As `basic_semaphore::async_acquire`: the handler is submitted to its associated executor
+    /// (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work tracked
+    /// until then.
+    ///
+    /// @par Errors
+    /// - none: the wait consumed a set.
+    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
+    ///   event's destruction, while the wait was queued.
+    /// .
+    /// If the completion of a wait decided at once cannot be submitted, this function throws what
+    /// the executor or allocator threw, and the event is set again.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return signal_.async_acquire(1, std::forward<WaitToken>(token));
+    }
+
+private:
+    // One permit at most: the set. A wait takes it out of circulation, making room for the next.
+    basic_semaphore<Executor> signal_;
+};
+
+/// An auto-reset event with the default executor type, `boost::asio::any_io_executor`.
+using auto_reset_event = basic_auto_reset_event<>;
+
+} // namespace asio_sync
+
+#endif // ASIO_SYNC_AUTO_RESET_EVENT_HPP
