@@ -116,7 +116,7 @@ private:
     {
         return boost::asio::async_initiate<AcquireToken, void(boost::system::error_code, permit)>(
             [engine = engine_, n, mode, timeout](auto handler) {
-                engine->acquire(n, mode, timeout, typename engine_type::acquire_handler(std::move(handler)));
+                engine->acquire(n, mode, timeout, std::move(handler));
             },
             token);
     }

@@ -10,14 +10,25 @@
 // redis::basic_semaphore, the calls of the function library in semaphore_script on them, the
 // grants published on the semaphore's channel, and the heartbeat that renews every lease.
 //
+// A local acquire is an operation of the core's acquire machinery (detail/start_acquire.hpp):
+// allocated with the handler's allocator, cancelled through acquire_cancellation, completed
+// through the handler's executor by complete_all once the engine's mutex is released. The engine
+// is an engine in start_acquire's sense: enqueue() registers the waiter and sends its call, and the
+// replies, grant messages and renewals decide it later.
+//
 // Every local acquire has a remote id, "<random prefix>:<counter>", unique across the fleet; a call
 // with an id is replayable, so an acquire whose reply was lost with the link is sent again with
 // the same id after the reconnection and is never granted twice. An acquire given up locally
 // (cancelled, timed out) completes at once and sends release(id) on the same ordered command link,
-// after its acquire: a grant that raced the give-up is handed back exactly once. The state is
-// guarded by one mutex; no handler runs under it, every completion is submitted to the handler's
-// executor.
+// after its acquire: a grant that raced the give-up is handed back exactly once. Every acquire is
+// sent under the engine's mutex, so a give-up, which reads the waiter under it, is always sent
+// after it.
 
+#include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/completion.hpp>
+#include <asio_sync/detail/grant.hpp>
+#include <asio_sync/detail/start_acquire.hpp>
+#include <asio_sync/detail/waiter_list.hpp>
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/connection.hpp>
 #include <asio_sync/redis/detail/access.hpp>
@@ -26,23 +37,22 @@
 #include <asio_sync/redis/error.hpp>
 #include <asio_sync/redis/reply.hpp>
 
-#include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/asio/wait_traits.hpp>
+#include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,8 +66,60 @@
 
 namespace asio_sync::redis::detail {
 
+namespace core = asio_sync::detail;
+
 template <class Executor>
 class semaphore_engine;
+
+// A completion kept by the engine whose error code may be one that waiter_outcome does not name
+// (a Redis error, would_block, lease_lost): `error`, when set, is the one the handler receives.
+struct coded_waiter : core::acquire_op_base
+{
+    using acquire_op_base::acquire_op_base;
+
+    boost::system::error_code error;
+};
+
+// Destroys an operation that nobody completed, as when a command's handler is dropped unrun.
+struct destroy_op
+{
+    void operator()(coded_waiter* op) const noexcept { op->destroy(); }
+};
+
+using owned_op = std::unique_ptr<coded_waiter, destroy_op>;
+
+// The `void(error_code)` completion of a permit's release or wait for loss: the core's operation
+// parts with a grant that hands over the error code alone.
+template <class Handler, class IoExecutor>
+class status_op final : public coded_waiter
+{
+public:
+    using parts_type = core::acquire_parts<Handler, IoExecutor, core::signal_grant>;
+
+    status_op(Handler&& handler, const IoExecutor& io_ex)
+        : coded_waiter(&do_func), parts_(std::move(handler), io_ex, core::signal_grant())
+    {
+    }
+
+    static status_op* create(Handler&& handler, const IoExecutor& io_ex)
+    {
+        return core::allocate_op<status_op>(core::get_handler_allocator(handler), std::move(handler), io_ex);
+    }
+
+private:
+    static void do_func(core::acquire_op_base* base, action what, const boost::system::error_code& ec,
+                        core::relation how)
+    {
+        auto* op = static_cast<status_op*>(base);
+        const boost::system::error_code result = op->error ? op->error : ec;
+        parts_type parts(std::move(op->parts_));
+        core::deallocate_op(op, parts.get_allocator());
+        if (what == action::complete)
+            parts.complete(result, how, 0);
+    }
+
+    parts_type parts_;
+};
 
 // What a granted acquire holds: the permits of one remote id, released on destruction.
 template <class Executor>
@@ -114,8 +176,8 @@ public:
             [this](auto handler) {
                 count_ = 0;
                 if (const auto engine = std::exchange(engine_, nullptr))
-                    return engine->release(id_, status_handler(std::move(handler)));
-                post_empty(std::move(handler), boost::system::error_code());
+                    return engine->release(id_, engine->make_status_op(std::move(handler)));
+                complete_empty(std::move(handler), boost::system::error_code());
             },
             token);
     }
@@ -131,23 +193,24 @@ public:
         return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
             [this](auto handler) {
                 if (engine_)
-                    return engine_->wait_lost(id_, status_handler(std::move(handler)));
-                post_empty(std::move(handler), boost::asio::error::operation_aborted);
+                    return engine_->wait_lost(id_, engine_->make_status_op(std::move(handler)));
+                complete_empty(std::move(handler), boost::asio::error::operation_aborted);
             },
             token);
     }
 
 private:
-    friend class semaphore_engine<Executor>;
+    template <class>
+    friend class semaphore_engine;
+    template <class>
+    friend struct permit_grant;
 
-    using status_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
-
-    // A permit without an engine completes through the handler's executor alone.
+    // A permit without an engine has no I/O executor: the handler completes through its own.
     template <class Handler>
-    static void post_empty(Handler handler, boost::system::error_code ec)
+    static void complete_empty(Handler handler, boost::system::error_code ec)
     {
-        const auto ex = boost::asio::get_associated_executor(handler);
-        boost::asio::post(ex, [handler = std::move(handler), ec]() mutable { std::move(handler)(ec); });
+        core::post_completion(std::move(handler), boost::asio::system_executor(), core::signal_grant(), ec,
+                              0);
     }
 
     semaphore_permit(std::shared_ptr<semaphore_engine<Executor>> engine, std::string id, std::size_t count,
@@ -166,14 +229,215 @@ private:
     std::shared_ptr<boost::asio::cancellation_signal> lost_signal_; // shared with the engine, which emits it
 };
 
+// The longest remote id: 16 hex digits, ':', a 64-bit counter, and the terminating NUL.
+constexpr std::size_t id_capacity = 16 + 1 + 20 + 1;
+
+// A local acquire, known to the engine from enqueue() until it is decided. The engine reads and
+// writes its fields under its mutex.
+struct remote_waiter : coded_waiter
+{
+    using clock = std::chrono::steady_clock;
+
+    remote_waiter(func_type func, acquire_mode how) noexcept : coded_waiter(func), mode(how) {}
+
+    char id[id_capacity] = {};
+    std::uint64_t serial = 0; // the counter of `id`: how a reply names its waiter
+    acquire_mode mode;
+    bool remotely_queued = false; // Redis answered queued: the heartbeat renews its waiter lease
+    clock::time_point sent_at{};  // when the call that last set its remote deadline was sent
+    // What the permit of a granted acquire holds beyond its count.
+    std::uint64_t fence = 0;
+    std::shared_ptr<boost::asio::cancellation_signal> lost_signal;
+    // Starts the time limit, if the acquire has one; false if the timer could not be started.
+    bool (*start_timer)(remote_waiter&) = nullptr;
+};
+
+// The grant of a remote acquire. Copied at initiation, it knows only the engine; the operation of a
+// granted acquire fills in the rest of its permit (id, count, fence, lost signal) just before it
+// completes, through acquire_parts::grant().
+template <class Executor>
+struct permit_grant
+{
+    using engine_type = semaphore_engine<Executor>;
+    using permit_type = semaphore_permit<Executor>;
+
+    static constexpr bool to_permit = true;
+
+    std::shared_ptr<engine_type> engine;
+    char id[id_capacity] = {};
+    std::size_t count = 0;
+    std::uint64_t fence = 0;
+    std::shared_ptr<boost::asio::cancellation_signal> lost_signal;
+
+    void bind(const remote_waiter& w, std::size_t n) noexcept
+    {
+        std::memcpy(id, w.id, sizeof id);
+        count = n;
+        fence = w.fence;
+        lost_signal = w.lost_signal;
+    }
+
+    std::tuple<boost::system::error_code, permit_type> operator()(boost::system::error_code ec) const
+    {
+        if (ec || count == 0)
+            return {ec, permit_type()};
+        return {ec, permit_type(engine, id, count, fence, lost_signal)};
+    }
+
+    // The permit of an undelivered completion, if it was made, released the id when it was
+    // destroyed; releasing it again is harmless (release is idempotent). If that fails too, the
+    // lease expires it.
+    void undelivered(std::size_t n) const noexcept
+    {
+        if (n == 0)
+            return;
+        BOOST_TRY
+        {
+            engine->release(id, nullptr);
+        }
+        BOOST_CATCH(...)
+        {
+        }
+        BOOST_CATCH_END
+    }
+};
+
+// The operation of a remote acquire. With a time limit, its timer lives in it, as in
+// timed_acquire_op: the queue side and the timer's wait handler own it, and the memory goes with
+// the last. The timer is started by enqueue under the engine's mutex, before the waiter is
+// visible, so whoever decides the waiter later may cancel the timer without racing its start.
+template <class Handler, class IoExecutor, class Grant>
+class remote_acquire_op final : public remote_waiter
+{
+public:
+    using parts_type = core::acquire_parts<Handler, IoExecutor, Grant>;
+    using engine_type = typename Grant::engine_type;
+    using timer_type = boost::asio::basic_waitable_timer<clock, boost::asio::wait_traits<clock>, IoExecutor>;
+
+    remote_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, acquire_mode how,
+                      std::optional<clock::duration> timeout)
+        : remote_waiter(&do_func, how), parts_(std::move(handler), io_ex, grant),
+          alloc_(parts_.get_allocator()), timer_(io_ex), timeout_(timeout.value_or(clock::duration()))
+    {
+        to_permit = Grant::to_permit;
+        if (timeout)
+            start_timer = &start;
+    }
+
+    static remote_acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant,
+                                     acquire_mode mode, std::optional<clock::duration> timeout)
+    {
+        return core::allocate_op<remote_acquire_op>(core::get_handler_allocator(handler), std::move(handler),
+                                                    io_ex, grant, mode, timeout);
+    }
+
+    typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
+
+    // The queue side owns the operation alone: the initiator has nothing to let go of.
+    void initiated(bool) noexcept {}
+
+private:
+    // The timer's wait handler: owns a reference to the operation, and keeps the engine alive to
+    // take it out of the queue.
+    class expiry
+    {
+    public:
+        using allocator_type = typename parts_type::allocator_type;
+
+        explicit expiry(remote_acquire_op* op)
+            : op_(op), engine_(op->parts_grant_engine()), alloc_(op->alloc_)
+        {
+            op->owners_.fetch_add(1, std::memory_order_relaxed);
+        }
+
+        expiry(expiry&& other) noexcept
+            : op_(std::exchange(other.op_, nullptr)), engine_(std::move(other.engine_)), alloc_(other.alloc_)
+        {
+        }
+        expiry& operator=(expiry&&) = delete;
+
+        ~expiry()
+        {
+            if (op_)
+                op_->release();
+        }
+
+        allocator_type get_allocator() const noexcept { return alloc_; }
+
+        void operator()(boost::system::error_code ec)
+        {
+            remote_acquire_op* op = std::exchange(op_, nullptr);
+            if (!ec)
+            {
+                core::semaphore_waiter* self = op;
+                core::waiter_list done;
+                engine_->cancel(&self, core::waiter_outcome::timed_out, done);
+                core::complete_all(done);
+            }
+            op->release();
+        }
+
+    private:
+        remote_acquire_op* op_;
+        std::shared_ptr<engine_type> engine_;
+        allocator_type alloc_;
+    };
+
+    const std::shared_ptr<engine_type>& parts_grant_engine() noexcept { return parts_.grant().engine; }
+
+    static bool start(remote_waiter& base)
+    {
+        auto& op = static_cast<remote_acquire_op&>(base);
+        BOOST_TRY
+        {
+            op.timer_.expires_after(op.timeout_);
+            op.timer_.async_wait(expiry(&op));
+            op.timing_ = true;
+        }
+        BOOST_CATCH(...)
+        {
+        }
+        BOOST_CATCH_END
+        return op.timing_;
+    }
+
+    void release() noexcept
+    {
+        if (owners_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+            core::deallocate_op(this, alloc_);
+    }
+
+    static void do_func(core::acquire_op_base* base, action what, const boost::system::error_code& ec,
+                        core::relation how)
+    {
+        auto* op = static_cast<remote_acquire_op*>(base);
+        const std::size_t n = op->granted();
+        const boost::system::error_code result = op->error ? op->error : ec;
+        parts_type parts(std::move(op->parts_));
+        if (op->outcome == core::waiter_outcome::granted)
+            parts.grant().bind(*op, n);
+        if (op->timing_)
+            op->timer_.cancel();
+        op->release();
+        if (what == action::complete)
+            parts.complete(result, how, n);
+    }
+
+    parts_type parts_;
+    typename parts_type::allocator_type alloc_;
+    timer_type timer_;
+    clock::duration timeout_;
+    bool timing_ = false;
+    std::atomic<unsigned char> owners_{1}; // the queue side, and the timer's wait handler once started
+};
+
 template <class Executor>
 class semaphore_engine : public std::enable_shared_from_this<semaphore_engine<Executor>>
 {
 public:
     using connection_type = basic_connection<Executor>;
     using permit_type = semaphore_permit<Executor>;
-    using acquire_handler = boost::asio::any_completion_handler<void(boost::system::error_code, permit_type)>;
-    using status_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
+    using grant_type = permit_grant<Executor>;
     using clock = std::chrono::steady_clock;
 
     semaphore_engine(connection_type& connection, std::string_view name, std::size_t capacity,
@@ -208,63 +472,77 @@ public:
     void stop()
     {
         connection_.unsubscribe(subscription_);
-        std::vector<std::uint64_t> keys;
+        core::waiter_list done;
+        std::vector<std::string> given_up;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
             stopped_ = true;
             if (holders_.empty())
                 heartbeat_.cancel();
-            for (const auto& entry : waiters_)
-                keys.push_back(entry.first);
+            while (core::semaphore_waiter* w = waiters_.front())
+            {
+                given_up.emplace_back(static_cast<remote_waiter*>(w)->id);
+                remove(*w, core::waiter_outcome::aborted, done);
+            }
         }
-        for (const std::uint64_t key : keys)
-            give_up(key, boost::asio::error::operation_aborted, true);
+        for (const std::string& id : given_up)
+            send_release(id, nullptr);
+        core::complete_all(done);
     }
 
-    void acquire(std::size_t n, acquire_mode mode, std::optional<clock::duration> timeout,
-                 acquire_handler handler)
+    template <class Handler>
+    void acquire(std::size_t n, acquire_mode mode, std::optional<clock::duration> timeout, Handler handler)
     {
-        if (n == 0)
-            return complete(std::move(handler), boost::system::error_code(), permit_type());
-        if (n > capacity_)
-            return complete(std::move(handler), asio_sync::error::too_many_permits, permit_type());
-        auto slot = boost::asio::get_associated_cancellation_slot(handler);
-        const std::weak_ptr<semaphore_engine> weak = this->weak_from_this();
+        core::start_acquire<remote_acquire_op>(*this, std::move(handler), connection_.get_executor(), n,
+                                               make_grant(), mode, timeout);
+    }
+
+    // The engine concept of start_acquire.hpp. Nothing is decided without Redis but n == 0.
+    bool try_acquire(std::size_t n, bool) const noexcept { return n == 0; }
+
+    std::size_t capacity() const noexcept { return capacity_; }
+
+    core::waiter_outcome enqueue(core::semaphore_waiter& w, std::size_t n)
+    {
+        auto& waiter = static_cast<remote_waiter&>(w);
+        waiter.missing = n;
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (waiter.start_timer && !waiter.start_timer(waiter))
+            return core::waiter_outcome::no_memory;
+        waiters_.push_back(w);
+        w.queued.store(true, std::memory_order_relaxed);
+        send_acquire(waiter, next_id(waiter));
+        return core::waiter_outcome::pending;
+    }
+
+    bool cancel(core::semaphore_waiter* const* ref, core::waiter_outcome why, core::waiter_list& done)
+    {
         std::string id;
-        std::uint64_t key = 0;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
-            key = ++last_key_;
-            id = next_id();
-            // Constructed in place: Boost 1.81's any_completion_handler cannot be move-assigned
-            // (its move assignment wraps the source in a new handler, endlessly).
-            waiter& w =
-                waiters_.try_emplace(key, id, n, mode, clock::now(), std::move(handler)).first->second;
-            if (slot.is_connected())
-            {
-                w.slot = slot;
-                slot.assign([weak, key](boost::asio::cancellation_type) {
-                    if (const auto self = weak.lock())
-                        self->give_up(key, boost::asio::error::operation_aborted, false);
-                });
-            }
-            if (timeout)
-            {
-                w.timer = std::make_unique<boost::asio::steady_timer>(connection_.get_executor(), *timeout);
-                w.timer->async_wait([weak, key](boost::system::error_code ec) {
-                    if (const auto self = weak.lock(); self && !ec)
-                        self->give_up(key, asio_sync::error::timed_out, true);
-                });
-            }
+            core::semaphore_waiter* w = *ref;
+            if (!w || !w->queued.load(std::memory_order_relaxed))
+                return false;
+            id = static_cast<remote_waiter*>(w)->id;
+            remove(*w, why, done);
         }
-        send_acquire(key, id, n, mode);
+        send_release(id, nullptr);
+        return true;
     }
 
-    // Stops renewing the holder `id` and releases it remotely; `handler` (if any) completes on
-    // the reply, with lease_lost if the lease had lapsed.
-    void release(const std::string& id, std::optional<status_handler> handler)
+    // The operation that completes a permit's release or wait for loss, on the connection's
+    // executor unless the handler has its own.
+    template <class Handler>
+    owned_op make_status_op(Handler handler)
     {
-        std::vector<status_handler> lost_waiters;
+        return owned_op(status_op<Handler, Executor>::create(std::move(handler), connection_.get_executor()));
+    }
+
+    // Stops renewing the holder `id` and releases it remotely; `op` (if any) completes on the
+    // reply, with lease_lost if the lease had lapsed.
+    void release(const std::string& id, owned_op op)
+    {
+        core::waiter_list done;
         bool was_lost = false;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
@@ -272,65 +550,43 @@ public:
             if (it != holders_.end())
             {
                 was_lost = it->second.lost;
-                lost_waiters = std::move(it->second.lost_waiters);
+                finish_all(it->second.lost_waiters, boost::asio::error::operation_aborted, done);
                 holders_.erase(it);
             }
         }
-        for (status_handler& lost_waiter : lost_waiters)
-            complete(std::move(lost_waiter), boost::asio::error::operation_aborted);
+        core::complete_all(done);
         if (was_lost)
         {
-            if (handler)
-                complete(std::move(*handler), redis::error::lease_lost);
+            if (op)
+                complete(std::move(op), redis::error::lease_lost);
             return;
         }
-        send_release(id, std::move(handler));
+        send_release(id, std::move(op));
     }
 
-    void wait_lost(const std::string& id, status_handler handler)
+    void wait_lost(const std::string& id, owned_op op)
     {
-        std::unique_lock<std::mutex> lock(mutex_);
-        const auto it = holders_.find(id);
-        if (it == holders_.end())
+        boost::system::error_code ec = boost::asio::error::operation_aborted;
         {
-            lock.unlock();
-            return complete(std::move(handler), boost::asio::error::operation_aborted);
+            const std::lock_guard<std::mutex> lock(mutex_);
+            const auto it = holders_.find(id);
+            if (it != holders_.end() && !it->second.lost)
+                return it->second.lost_waiters.push_back(*op.release());
+            if (it != holders_.end())
+                ec = redis::error::lease_lost;
         }
-        if (it->second.lost)
-        {
-            lock.unlock();
-            return complete(std::move(handler), redis::error::lease_lost);
-        }
-        it->second.lost_waiters.push_back(std::move(handler));
+        complete(std::move(op), ec);
     }
 
     const semaphore_script& script() const noexcept { return script_; }
 
 private:
-    struct waiter
-    {
-        waiter(std::string id_, std::size_t n_, acquire_mode mode_, clock::time_point sent_at_,
-               acquire_handler handler_)
-            : id(std::move(id_)), n(n_), mode(mode_), sent_at(sent_at_), handler(std::move(handler_))
-        {
-        }
-
-        std::string id;
-        std::size_t n = 0;
-        acquire_mode mode = acquire_mode::wait;
-        bool queued = false;         // Redis answered queued: the heartbeat renews its waiter lease
-        clock::time_point sent_at{}; // when the call that last set its remote deadline was sent
-        acquire_handler handler;
-        boost::asio::cancellation_slot slot;
-        std::unique_ptr<boost::asio::steady_timer> timer;
-    };
-
     struct holder
     {
         std::size_t n = 0;
         clock::time_point renewed_at{}; // send time of the last call that moved its deadline
         bool lost = false;
-        std::vector<status_handler> lost_waiters;
+        core::waiter_list lost_waiters; // of coded_waiter
         std::shared_ptr<boost::asio::cancellation_signal> lost_signal;
     };
 
@@ -341,6 +597,14 @@ private:
         std::uint64_t fence = 0;
     };
 
+    // What a remote acquire starts with: the engine, to build its permit with.
+    grant_type make_grant()
+    {
+        grant_type grant;
+        grant.engine = this->shared_from_this();
+        return grant;
+    }
+
     static std::string random_prefix()
     {
         std::random_device device;
@@ -350,7 +614,23 @@ private:
         return text;
     }
 
-    std::string next_id() { return id_prefix_ + ':' + std::to_string(++id_counter_); }
+    // Gives `w` the next id; under the mutex.
+    std::string_view next_id(remote_waiter& w)
+    {
+        w.serial = ++id_counter_;
+        const int length = std::snprintf(w.id, sizeof w.id, "%s:%llu", id_prefix_.c_str(),
+                                         static_cast<unsigned long long>(w.serial));
+        return std::string_view(w.id, static_cast<std::size_t>(length));
+    }
+
+    // The queued waiter of id number `serial`, if it is still queued; under the mutex.
+    remote_waiter* find(std::uint64_t serial) noexcept
+    {
+        for (core::semaphore_waiter* w = waiters_.front(); w; w = w->next)
+            if (static_cast<remote_waiter*>(w)->serial == serial)
+                return static_cast<remote_waiter*>(w);
+        return nullptr;
+    }
 
     static std::uint64_t number(const reply& r)
     {
@@ -381,64 +661,89 @@ private:
         return redis::error::server_error;
     }
 
-    // Never inside the caller: posted to the connection's executor, which hands it to the
-    // handler's own (a type-erased handler's executor cannot be required blocking.never).
-    template <class Handler, class... Args>
-    void complete(Handler handler, Args... args)
+    // Takes `w` out of the queue with outcome `why` into `done`; under the mutex.
+    void remove(core::semaphore_waiter& w, core::waiter_outcome why, core::waiter_list& done) noexcept
     {
-        const auto ex = boost::asio::get_associated_executor(handler, connection_.get_executor());
-        const auto alloc = boost::asio::get_associated_allocator(handler);
-        boost::asio::post(
-            connection_.get_executor(),
-            boost::asio::bind_executor(ex, boost::asio::bind_allocator(
-                                               alloc, [handler = std::move(handler),
-                                                       args = std::make_tuple(std::move(args)...)]() mutable {
-                                                   std::apply(std::move(handler), std::move(args));
-                                               })));
+        waiters_.erase(w);
+        w.queued.store(false, std::memory_order_relaxed);
+        if (w.cancel_ref)
+            *w.cancel_ref = nullptr;
+        w.outcome = why;
+        done.push_back(w);
     }
 
-    void send_acquire(std::uint64_t key, const std::string& id, std::size_t n, acquire_mode mode)
+    // Decides `w` with an error code that waiter_outcome does not name; under the mutex.
+    void fail(remote_waiter& w, boost::system::error_code ec, core::waiter_list& done) noexcept
     {
+        w.error = ec;
+        remove(w, core::waiter_outcome::aborted, done);
+    }
+
+    // Grants `w` and makes it a holder; under the mutex.
+    void grant(remote_waiter& w, std::uint64_t fence, core::waiter_list& done)
+    {
+        holder& h = holders_[w.id];
+        h.n = w.missing;
+        h.renewed_at = w.sent_at;
+        h.lost_signal = std::make_shared<boost::asio::cancellation_signal>();
+        w.fence = fence;
+        w.lost_signal = h.lost_signal;
+        remove(w, core::waiter_outcome::granted, done);
+    }
+
+    // Moves every completion of `waiters` to `done`, to complete with `ec`; under the mutex.
+    static void finish_all(core::waiter_list& waiters, boost::system::error_code ec, core::waiter_list& done)
+    {
+        for (core::semaphore_waiter* w = waiters.front(); w; w = w->next)
+            static_cast<coded_waiter*>(w)->error = ec;
+        done.splice_back(waiters);
+    }
+
+    static void complete(owned_op op, boost::system::error_code ec)
+    {
+        op->error = ec;
+        core::waiter_list done;
+        done.push_back(*op.release());
+        core::complete_all(done);
+    }
+
+    // Sends acquire(`id`) for `w`; under the mutex, so a give-up's release is sent after it.
+    void send_acquire(remote_waiter& w, std::string_view id)
+    {
+        w.sent_at = clock::now();
         connection_.async_execute(
-            script_.acquire(id, n, capacity_, lease_, mode),
-            [self = this->shared_from_this(), key, id](boost::system::error_code ec, reply r) {
-                self->on_acquire_reply(key, id, ec, r);
+            script_.acquire(id, w.missing, capacity_, lease_, w.mode),
+            [self = this->shared_from_this(), serial = w.serial](boost::system::error_code ec, reply r) {
+                self->on_acquire_reply(serial, ec, r);
             });
     }
 
-    void on_acquire_reply(std::uint64_t key, const std::string& id, boost::system::error_code ec,
-                          const reply& r)
+    void on_acquire_reply(std::uint64_t serial, boost::system::error_code ec, const reply& r)
     {
-        std::unique_lock<std::mutex> lock(mutex_);
-        const auto it = waiters_.find(key);
-        // Given up: the release sent after this acquire hands back whatever it got.
-        if (it == waiters_.end() || it->second.id != id)
-            return;
-        waiter& w = it->second;
-        if (ec == redis::error::connection_lost)
+        core::waiter_list done;
         {
-            // Its outcome is unknown: the same id again is answered with its state.
-            const std::size_t n = w.n;
-            const acquire_mode mode = w.mode;
-            lock.unlock();
-            return send_acquire(key, id, n, mode);
+            const std::lock_guard<std::mutex> lock(mutex_);
+            remote_waiter* w = find(serial);
+            // Given up: the release sent after this acquire hands back whatever it got.
+            if (!w)
+                return;
+            if (ec == redis::error::connection_lost)
+                // Its outcome is unknown: the same id again is answered with its state.
+                return send_acquire(*w, w->id);
+            if (ec == redis::error::server_error && transient(r))
+                return retry_acquire(serial);
+            if (ec)
+                fail(*w, ec == redis::error::server_error ? error_of(r) : ec, done);
+            else if (const state s = parse(r); s.word == "granted")
+                grant(*w, s.fence, done);
+            else if (s.word == "busy")
+                fail(*w, boost::asio::error::would_block, done);
+            else if (s.word == "queued")
+                w->remotely_queued = true;
+            else
+                fail(*w, redis::error::server_error, done);
         }
-        if (ec == redis::error::server_error && transient(r))
-        {
-            lock.unlock();
-            return retry_acquire(key, id);
-        }
-        if (ec)
-            return finish(lock, it, ec == redis::error::server_error ? error_of(r) : ec);
-        const state s = parse(r);
-        if (s.word == "granted")
-            return grant(lock, it, s.fence);
-        if (s.word == "busy")
-            return finish(lock, it, boost::asio::error::would_block);
-        if (s.word == "queued")
-            w.queued = true;
-        else
-            finish(lock, it, redis::error::server_error);
+        core::complete_all(done);
     }
 
     // An error reply that a later call will not get: the server is loading its data set after a
@@ -449,88 +754,32 @@ private:
         return text.rfind("LOADING", 0) == 0 || text.rfind("BUSY", 0) == 0;
     }
 
-    // Sends the acquire `id` again after a short pause, if it is still wanted.
-    void retry_acquire(std::uint64_t key, const std::string& id)
+    // Sends the acquire of id number `serial` again after a short pause, if it is still wanted.
+    void retry_acquire(std::uint64_t serial)
     {
         auto timer = std::make_shared<boost::asio::steady_timer>(connection_.get_executor(), retry_delay);
-        timer->async_wait([self = this->shared_from_this(), timer, key, id](boost::system::error_code) {
-            std::unique_lock<std::mutex> lock(self->mutex_);
-            const auto it = self->waiters_.find(key);
-            if (it == self->waiters_.end() || it->second.id != id)
-                return;
-            const std::size_t n = it->second.n;
-            const acquire_mode mode = it->second.mode;
-            lock.unlock();
-            self->send_acquire(key, id, n, mode);
+        timer->async_wait([self = this->shared_from_this(), timer, serial](boost::system::error_code) {
+            const std::lock_guard<std::mutex> lock(self->mutex_);
+            if (remote_waiter* w = self->find(serial))
+                self->send_acquire(*w, w->id);
         });
     }
 
-    // Completes the waiter `it` with `ec` and no permit; `lock` is released.
-    void finish(std::unique_lock<std::mutex>& lock, typename std::map<std::uint64_t, waiter>::iterator it,
-                boost::system::error_code ec)
-    {
-        waiter w = std::move(it->second);
-        waiters_.erase(it);
-        lock.unlock();
-        if (w.slot.is_connected())
-            w.slot.clear();
-        if (w.timer)
-            w.timer->cancel();
-        complete(std::move(w.handler), ec, permit_type());
-    }
-
-    void grant(std::unique_lock<std::mutex>& lock, typename std::map<std::uint64_t, waiter>::iterator it,
-               std::uint64_t fence)
-    {
-        waiter w = std::move(it->second);
-        waiters_.erase(it);
-        holder& h = holders_[w.id];
-        h.n = w.n;
-        h.renewed_at = w.sent_at;
-        h.lost_signal = std::make_shared<boost::asio::cancellation_signal>();
-        permit_type p(this->shared_from_this(), w.id, w.n, fence, h.lost_signal);
-        lock.unlock();
-        if (w.slot.is_connected())
-            w.slot.clear();
-        if (w.timer)
-            w.timer->cancel();
-        complete(std::move(w.handler), boost::system::error_code(), std::move(p));
-    }
-
-    // Completes the waiter `key` with `ec` at once and sends release(id) after its acquire.
-    // `clear_slot` is false when the call comes from the slot's own handler, which must not be
-    // destroyed while it runs.
-    void give_up(std::uint64_t key, boost::system::error_code ec, bool clear_slot)
-    {
-        std::unique_lock<std::mutex> lock(mutex_);
-        const auto it = waiters_.find(key);
-        if (it == waiters_.end())
-            return;
-        waiter w = std::move(it->second);
-        waiters_.erase(it);
-        lock.unlock();
-        if (clear_slot && w.slot.is_connected())
-            w.slot.clear();
-        if (w.timer)
-            w.timer->cancel();
-        complete(std::move(w.handler), ec, permit_type());
-        send_release(w.id, std::nullopt);
-    }
-
-    void send_release(const std::string& id, std::optional<status_handler> handler)
+    // Sends release(`id`); `op` (if any) completes on the reply.
+    void send_release(const std::string& id, owned_op op)
     {
         connection_.async_execute(script_.release(id),
-                                  [self = this->shared_from_this(), id, handler = std::move(handler)](
-                                      boost::system::error_code ec, reply r) mutable {
+                                  [self = this->shared_from_this(), id,
+                                   op = std::move(op)](boost::system::error_code ec, reply r) mutable {
                                       if (ec == redis::error::connection_lost)
-                                          return self->send_release(id, std::move(handler)); // idempotent
-                                      if (!handler)
+                                          return self->send_release(id, std::move(op)); // idempotent
+                                      if (!op)
                                           return;
                                       if (!ec && parse(r).word == "lost")
                                           ec = redis::error::lease_lost;
                                       else if (ec == redis::error::server_error)
                                           ec = error_of(r);
-                                      self->complete(std::move(*handler), ec);
+                                      complete(std::move(op), ec);
                                   });
     }
 
@@ -545,10 +794,17 @@ private:
             return;
         const std::string_view id(message.data(), fence_at);
         const std::uint64_t fence = std::strtoull(message.c_str() + fence_at + 1, nullptr, 10);
-        std::unique_lock<std::mutex> lock(mutex_);
-        for (auto it = waiters_.begin(); it != waiters_.end(); ++it)
-            if (it->second.id == id)
-                return grant(lock, it, fence);
+        core::waiter_list done;
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            for (core::semaphore_waiter* w = waiters_.front(); w; w = w->next)
+                if (auto* waiter = static_cast<remote_waiter*>(w); id == waiter->id)
+                {
+                    grant(*waiter, fence, done);
+                    break;
+                }
+        }
+        core::complete_all(done);
     }
 
     // Renews every queued waiter: keeps its place, and learns of a grant whose message was lost.
@@ -557,49 +813,47 @@ private:
         std::vector<std::pair<std::uint64_t, std::string>> queued;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
-            for (const auto& [key, w] : waiters_)
-                if (w.queued)
-                    queued.emplace_back(key, w.id);
+            for (core::semaphore_waiter* w = waiters_.front(); w; w = w->next)
+                if (auto* waiter = static_cast<remote_waiter*>(w); waiter->remotely_queued)
+                    queued.emplace_back(waiter->serial, waiter->id);
         }
         const clock::time_point now = clock::now();
-        for (auto& [key, id] : queued)
+        for (auto& [serial, id] : queued)
             connection_.async_execute(script_.renew(id, lease_),
-                                      [self = this->shared_from_this(), key = key, id = id,
+                                      [self = this->shared_from_this(), serial = serial,
                                        now](boost::system::error_code ec, reply r) {
-                                          self->on_waiter_renewed(key, id, now, ec, r);
+                                          self->on_waiter_renewed(serial, now, ec, r);
                                       });
     }
 
-    void on_waiter_renewed(std::uint64_t key, const std::string& id, clock::time_point sent_at,
-                           boost::system::error_code ec, const reply& r)
+    void on_waiter_renewed(std::uint64_t serial, clock::time_point sent_at, boost::system::error_code ec,
+                           const reply& r)
     {
         if (ec)
             return; // the next heartbeat tries again
-        std::unique_lock<std::mutex> lock(mutex_);
-        const auto it = waiters_.find(key);
-        if (it == waiters_.end() || it->second.id != id)
-            return;
-        waiter& w = it->second;
-        const state s = parse(r);
-        if (s.word == "queued")
-            w.sent_at = sent_at;
-        else if (s.word == "granted")
+        core::waiter_list done;
         {
-            w.sent_at = sent_at;
-            grant(lock, it, s.fence);
+            const std::lock_guard<std::mutex> lock(mutex_);
+            remote_waiter* w = find(serial);
+            if (!w)
+                return;
+            const state s = parse(r);
+            if (s.word == "queued")
+                w->sent_at = sent_at;
+            else if (s.word == "granted")
+            {
+                w->sent_at = sent_at;
+                grant(*w, s.fence, done);
+            }
+            else if (s.word == "lost")
+            {
+                // Its waiter lease lapsed while the link was down: queue again under a new id (the
+                // old one is unknown to Redis, so it cannot be granted).
+                w->remotely_queued = false;
+                send_acquire(*w, next_id(*w));
+            }
         }
-        else if (s.word == "lost")
-        {
-            // Its waiter lease lapsed while the link was down: queue again under a new id (the
-            // old one is unknown to Redis, so it cannot be granted).
-            w.id = next_id();
-            w.queued = false;
-            w.sent_at = clock::now();
-            const std::string new_id = w.id;
-            const std::size_t n = w.n;
-            lock.unlock();
-            send_acquire(key, new_id, n, acquire_mode::wait);
-        }
+        core::complete_all(done);
     }
 
     void schedule_heartbeat()
@@ -614,8 +868,8 @@ private:
     void on_heartbeat()
     {
         std::vector<std::string> renewing;
-        std::vector<std::pair<std::vector<status_handler>, std::shared_ptr<boost::asio::cancellation_signal>>>
-            lost;
+        std::vector<std::shared_ptr<boost::asio::cancellation_signal>> lost;
+        core::waiter_list done;
         const clock::time_point now = clock::now();
         {
             const std::lock_guard<std::mutex> lock(mutex_);
@@ -624,17 +878,14 @@ private:
                 if (h.lost)
                     continue;
                 if (now - h.renewed_at >= lease_)
-                {
-                    h.lost = true;
-                    lost.emplace_back(std::move(h.lost_waiters), h.lost_signal);
-                }
+                    lose(h, lost, done);
                 else
                     renewing.push_back(id);
             }
             if (!stopped_ || !holders_.empty() || !waiters_.empty())
                 schedule_heartbeat();
         }
-        notify_lost(lost);
+        notify_lost(lost, done);
         for (const std::string& id : renewing)
             connection_.async_execute(script_.renew(id, lease_), [self = this->shared_from_this(), id, now](
                                                                      boost::system::error_code ec, reply r) {
@@ -648,8 +899,8 @@ private:
     {
         if (ec)
             return; // the lease check of the next heartbeats decides
-        std::vector<std::pair<std::vector<status_handler>, std::shared_ptr<boost::asio::cancellation_signal>>>
-            lost;
+        std::vector<std::shared_ptr<boost::asio::cancellation_signal>> lost;
+        core::waiter_list done;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
             const auto it = holders_.find(id);
@@ -662,21 +913,26 @@ private:
                     h.renewed_at = sent_at;
                 return;
             }
-            h.lost = true;
-            lost.emplace_back(std::move(h.lost_waiters), h.lost_signal);
+            lose(h, lost, done);
         }
-        notify_lost(lost);
+        notify_lost(lost, done);
     }
 
-    void notify_lost(std::vector<std::pair<std::vector<status_handler>,
-                                           std::shared_ptr<boost::asio::cancellation_signal>>>& lost)
+    // Marks `h` lost: its waits for loss go to `done`, its signal to `lost`; under the mutex.
+    static void lose(holder& h, std::vector<std::shared_ptr<boost::asio::cancellation_signal>>& lost,
+                     core::waiter_list& done)
     {
-        for (auto& [waiters, signal] : lost)
-        {
-            for (status_handler& lost_waiter : waiters)
-                complete(std::move(lost_waiter), redis::error::lease_lost);
+        h.lost = true;
+        finish_all(h.lost_waiters, redis::error::lease_lost, done);
+        lost.push_back(h.lost_signal);
+    }
+
+    static void notify_lost(const std::vector<std::shared_ptr<boost::asio::cancellation_signal>>& lost,
+                            core::waiter_list& done)
+    {
+        core::complete_all(done);
+        for (const auto& signal : lost)
             signal->emit(boost::asio::cancellation_type::terminal);
-        }
     }
 
     static constexpr std::chrono::milliseconds retry_delay{20};
@@ -691,9 +947,8 @@ private:
     boost::asio::steady_timer heartbeat_;
     const std::string id_prefix_;
     std::uint64_t id_counter_ = 0;
-    std::uint64_t last_key_ = 0;
     bool stopped_ = false;
-    std::map<std::uint64_t, waiter> waiters_;
+    core::waiter_list waiters_; // of remote_waiter, in the order they were started
     std::map<std::string, holder> holders_;
 };
 
@@ -701,7 +956,7 @@ template <class Executor>
 void semaphore_permit<Executor>::release_in_background() noexcept
 {
     if (const auto engine = std::exchange(engine_, nullptr))
-        engine->release(id_, std::nullopt);
+        engine->release(id_, nullptr);
     count_ = 0;
 }
 
