@@ -7,13 +7,18 @@
 
 // The fleet-wide semaphore on a real server: every completion token, FIFO across connections,
 // fencing, try, cancellation and timeouts that remove the remote waiter, lease renewal and loss,
-// and the errors of a mismatched capacity, too many permits and a key of another type.
+// and the errors of a mismatched capacity, too many permits and a key of another type; an acquire
+// whose reply was lost with the link, a waiter whose lease lapsed while its client stalled, and the
+// handler's allocator for the operation.
 
 #include <asio_sync/redis/semaphore.hpp>
 
+#include "support/counting_allocator.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
+#include "support/tcp_proxy.hpp"
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -42,9 +47,12 @@ namespace {
 
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
+using asio_sync::test::allocation_counts;
+using asio_sync::test::counting_allocator;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
 using asio_sync::test::redis_server;
+using asio_sync::test::tcp_proxy;
 using asio_sync::test::wait;
 using namespace std::chrono_literals;
 using permit = redis::semaphore::permit;
@@ -128,6 +136,11 @@ struct fixture
 
     // The invariant check of the library: "ok <used> <holders> <queued>".
     std::string check(const std::string& name) { return server.execute(script(name).check()).to_text(); }
+
+    std::string last_fence(const std::string& name)
+    {
+        return server.command({"GET", script(name).key(redis::detail::semaphore_key::seq)});
+    }
 
     std::string queue_length(const std::string& name)
     {
@@ -411,6 +424,79 @@ BOOST_FIXTURE_TEST_CASE(survives_a_server_restart_without_granting_twice, append
     BOOST_TEST(q.p.count() == 2u);
     BOOST_TEST(q.p.fencing_token() > h.p.fencing_token());
     BOOST_TEST(check("jobs") == "ok\n2\n1\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(an_acquire_whose_reply_was_lost_is_replayed_and_granted_once, fixture)
+{
+    tcp_proxy proxy(server.port());
+    redis::connection proxied(io, options_for(proxy.port()));
+    {
+        redis::semaphore sem(proxied, "jobs", 2, long_lease);
+        acquired warm_up = hold(sem, 1); // the links are up and set up
+        std::promise<boost::system::error_code> released;
+        warm_up.p.async_release([&](boost::system::error_code ec) { released.set_value(ec); });
+        auto r = released.get_future();
+        BOOST_REQUIRE(!wait(r));
+
+        proxy.drop_replies();
+        auto f = acquire(sem, 1);
+        eventually([&] { return check("jobs") == "ok\n1\n1\n0"; }); // granted in Redis, never answered
+        proxy.cut();
+        acquired a = wait(f);
+        BOOST_REQUIRE(!a.ec);
+        BOOST_TEST(a.p.count() == 1u);
+        BOOST_TEST(std::to_string(a.p.fencing_token()) == last_fence("jobs"));
+        BOOST_TEST(check("jobs") == "ok\n1\n1\n0"); // one holder: the replay did not acquire again
+    }
+    proxied.close();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_waiter_whose_lease_lapsed_while_its_client_stalled_is_queued_again_and_served,
+                        fixture)
+{
+    tcp_proxy proxy(server.port());
+    redis::connection proxied(io, options_for(proxy.port()));
+    {
+        // The holder renews every third of a lease: its renewals remove the stalled waiter.
+        redis::semaphore holding(second, "jobs", 1, lease);
+        redis::semaphore stalled(proxied, "jobs", 1, lease);
+        acquired h = hold(holding, 1);
+        auto f = acquire(stalled, 1);
+        eventually([&] { return queue_length("jobs") == "1"; });
+
+        proxy.hold();
+        eventually([&] { return queue_length("jobs") == "0"; });
+        proxy.release(); // the held renewals answer lost
+        eventually([&] { return queue_length("jobs") == "1" || is_ready(f); });
+        BOOST_TEST(!is_ready(f));
+
+        h.p = permit();
+        acquired a = wait(f);
+        BOOST_TEST(!a.ec);
+        BOOST_TEST(a.p.count() == 1u);
+        BOOST_TEST(a.p.fencing_token() > h.p.fencing_token());
+    }
+    proxied.close();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_queued_acquire_is_allocated_with_the_handlers_allocator, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, long_lease);
+    acquired h = hold(sem, 1);
+
+    allocation_counts counts;
+    to_future handler;
+    auto f = handler.get_future();
+    sem.async_acquire_permit(1, asio::bind_allocator(counting_allocator<void>(counts), std::move(handler)));
+    eventually([&] { return queue_length("jobs") == "1"; });
+    BOOST_TEST(counts.allocations.load() == 1u); // the operation, alive while it waits
+    BOOST_TEST(counts.deallocations.load() == 0u);
+
+    h.p = permit();
+    acquired a = wait(f);
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(counts.allocations.load() >= 1u);
+    BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
 }
 
 // The holder is another process, forked before this one has any thread, killed with SIGKILL

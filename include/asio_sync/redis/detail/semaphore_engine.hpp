@@ -325,10 +325,10 @@ public:
     }
 
     static remote_acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant,
-                                     acquire_mode mode, std::optional<clock::duration> timeout)
+                                     acquire_mode how, std::optional<clock::duration> timeout)
     {
         return core::allocate_op<remote_acquire_op>(core::get_handler_allocator(handler), std::move(handler),
-                                                    io_ex, grant, mode, timeout);
+                                                    io_ex, grant, how, timeout);
     }
 
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
