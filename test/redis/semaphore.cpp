@@ -30,11 +30,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <csignal>
 #include <future>
 #include <memory>
 #include <string>
@@ -497,58 +493,6 @@ BOOST_FIXTURE_TEST_CASE(a_queued_acquire_is_allocated_with_the_handlers_allocato
     BOOST_TEST(!a.ec);
     BOOST_TEST(counts.allocations.load() >= 1u);
     BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
-}
-
-// The holder is another process, forked before this one has any thread, killed with SIGKILL
-// while it holds every permit: its lease lapses and the permits return.
-BOOST_AUTO_TEST_CASE(the_permits_of_a_killed_process_return)
-{
-    redis_server server;
-    int ready[2];
-    BOOST_REQUIRE(::pipe(ready) == 0);
-    const pid_t child = ::fork();
-    BOOST_REQUIRE(child >= 0);
-    if (child == 0)
-    {
-        asio::io_context io;
-        redis::connection conn(io, options_for(server.port()));
-        redis::semaphore sem(conn, "jobs", 2, lease);
-        permit held;
-        sem.async_acquire_permit(2, [&](boost::system::error_code ec, permit p) {
-            held = std::move(p);
-            const char byte = ec ? 'e' : 'g';
-            if (::write(ready[1], &byte, 1) != 1)
-                ::_exit(1);
-        });
-        io.run(); // renews until killed
-        ::_exit(0);
-    }
-    ::close(ready[1]);
-    char byte = 0;
-    BOOST_REQUIRE(::read(ready[0], &byte, 1) == 1);
-    ::close(ready[0]);
-    BOOST_TEST(byte == 'g');
-    BOOST_TEST(server.execute(script("jobs").check()).to_text() == "ok\n2\n1\n0");
-    ::kill(child, SIGKILL);
-    int status = 0;
-    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
-
-    asio::io_context io;
-    auto work = asio::make_work_guard(io);
-    std::thread runner([&] { io.run(); });
-    {
-        redis::connection conn(io, options_for(server.port()));
-        redis::semaphore sem(conn, "jobs", 2, lease);
-        auto f = sem.async_acquire_permit(2, asio::use_future);
-        BOOST_REQUIRE(f.wait_for(limit) == std::future_status::ready);
-        permit p = f.get();
-        BOOST_TEST(p.count() == 2u);
-        p = permit();
-        conn.close();
-    }
-    work.reset();
-    io.stop();
-    runner.join();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
