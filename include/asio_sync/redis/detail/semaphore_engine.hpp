@@ -28,6 +28,7 @@
 #include <asio_sync/detail/completion.hpp>
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/detail/start_acquire.hpp>
+#include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/connection.hpp>
@@ -311,6 +312,7 @@ class remote_acquire_op final : public remote_waiter
 {
 public:
     using parts_type = core::acquire_parts<Handler, IoExecutor, Grant>;
+    using allocator_type = typename parts_type::allocator_type;
     using engine_type = typename Grant::engine_type;
     using timer_type = boost::asio::basic_waitable_timer<clock, boost::asio::wait_traits<clock>, IoExecutor>;
 
@@ -337,59 +339,15 @@ public:
     void initiated(bool) noexcept {}
 
 private:
-    // The timer's wait handler: owns a reference to the operation, and keeps the engine alive to
-    // take it out of the queue.
-    class expiry
-    {
-    public:
-        using allocator_type = typename parts_type::allocator_type;
-
-        explicit expiry(remote_acquire_op* op)
-            : op_(op), engine_(op->parts_grant_engine()), alloc_(op->alloc_)
-        {
-            op->owners_.fetch_add(1, std::memory_order_relaxed);
-        }
-
-        expiry(expiry&& other) noexcept
-            : op_(std::exchange(other.op_, nullptr)), engine_(std::move(other.engine_)), alloc_(other.alloc_)
-        {
-        }
-        expiry& operator=(expiry&&) = delete;
-
-        ~expiry()
-        {
-            if (op_)
-                op_->release();
-        }
-
-        allocator_type get_allocator() const noexcept { return alloc_; }
-
-        void operator()(boost::system::error_code ec)
-        {
-            remote_acquire_op* op = std::exchange(op_, nullptr);
-            if (!ec)
-            {
-                core::semaphore_waiter* self = op;
-                core::waiter_list done;
-                engine_->cancel(&self, core::waiter_outcome::timed_out, done);
-                core::complete_all(done);
-            }
-            op->release();
-        }
-
-    private:
-        remote_acquire_op* op_;
-        std::shared_ptr<engine_type> engine_;
-        allocator_type alloc_;
-    };
-
-    const std::shared_ptr<engine_type>& parts_grant_engine() noexcept { return parts_.grant().engine; }
+    friend class core::timer_expiry<remote_acquire_op>;
+    using expiry = core::timer_expiry<remote_acquire_op>;
 
     static bool start(remote_waiter& base)
     {
         auto& op = static_cast<remote_acquire_op&>(base);
         BOOST_TRY
         {
+            op.engine_ = op.parts_.grant().engine;
             op.timer_.expires_after(op.timeout_);
             op.timer_.async_wait(expiry(&op));
             op.timing_ = true;
@@ -399,6 +357,15 @@ private:
         }
         BOOST_CATCH_END
         return op.timing_;
+    }
+
+    // The timer expired: the acquire leaves the queue unless it was decided meanwhile.
+    void expire()
+    {
+        core::semaphore_waiter* self = this;
+        core::waiter_list done;
+        engine_->cancel(&self, core::waiter_outcome::timed_out, done);
+        core::complete_all(done);
     }
 
     void release() noexcept
@@ -424,9 +391,10 @@ private:
     }
 
     parts_type parts_;
-    typename parts_type::allocator_type alloc_;
+    allocator_type alloc_;
     timer_type timer_;
     clock::duration timeout_;
+    std::shared_ptr<engine_type> engine_; // for the timer's expiry, which may come after the grant's is gone
     bool timing_ = false;
     std::atomic<unsigned char> owners_{1}; // the queue side, and the timer's wait handler once started
 };
