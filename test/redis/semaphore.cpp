@@ -31,6 +31,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <string>
@@ -141,6 +142,25 @@ struct fixture
     std::string queue_length(const std::string& name)
     {
         return server.command({"ZCARD", script(name).key(redis::detail::semaphore_key::queue)});
+    }
+
+    // Waits until Redis queues `length` waiters, while `waiting` is not completed: an error must not
+    // wait for the limit.
+    void expect_queued(const std::string& name, const std::string& length, std::future<acquired>& waiting)
+    {
+        eventually([&] { return queue_length(name) == length || is_ready(waiting); });
+        BOOST_TEST(!is_ready(waiting));
+    }
+
+    // Releases `held` and returns the grant that `waiting` then receives, checked to be later.
+    acquired served_after_release(acquired& held, std::future<acquired>& waiting)
+    {
+        const std::uint64_t fence = held.p.fencing_token();
+        held.p = permit();
+        acquired served = wait(waiting);
+        BOOST_REQUIRE(!served.ec);
+        BOOST_TEST(served.p.fencing_token() > fence);
+        return served;
     }
 
     // Polls Redis until `f` holds; fails after the limit.
@@ -410,15 +430,10 @@ BOOST_FIXTURE_TEST_CASE(survives_a_server_restart_without_granting_twice, append
     server.stop();
     auto queued = acquire(b, 2); // started while Redis is down: waits for it
     server.start();
-    // Queued in Redis, or failed: an error must not wait for the limit.
-    eventually([&] { return queue_length("jobs") == "1" || is_ready(queued); });
-    BOOST_TEST(!is_ready(queued));
+    expect_queued("jobs", "1", queued);
 
-    h.p = permit();
-    acquired q = wait(queued);
-    BOOST_REQUIRE(!q.ec);
+    acquired q = served_after_release(h, queued);
     BOOST_TEST(q.p.count() == 2u);
-    BOOST_TEST(q.p.fencing_token() > h.p.fencing_token());
     BOOST_TEST(check("jobs") == "ok\n2\n1\n0");
 }
 
@@ -463,14 +478,10 @@ BOOST_FIXTURE_TEST_CASE(a_waiter_whose_lease_lapsed_while_its_client_stalled_is_
         proxy.hold();
         eventually([&] { return queue_length("jobs") == "0"; });
         proxy.release(); // the held renewals answer lost
-        eventually([&] { return queue_length("jobs") == "1" || is_ready(f); });
-        BOOST_TEST(!is_ready(f));
+        expect_queued("jobs", "1", f);
 
-        h.p = permit();
-        acquired a = wait(f);
-        BOOST_TEST(!a.ec);
+        acquired a = served_after_release(h, f);
         BOOST_TEST(a.p.count() == 1u);
-        BOOST_TEST(a.p.fencing_token() > h.p.fencing_token());
     }
     proxied.close();
 }
