@@ -48,22 +48,63 @@ namespace asio_sync::redis {
 /// call.
 ///
 /// The connection must outlive the semaphore and every permit made by it. Thread-safe: its
-/// operations may be started from any thread.
+/// operations may be started from any thread. While the semaphore or one of its permits exists,
+/// its renewal timer keeps the connection's execution context busy.
+///
+/// The design, the guarantees and their limits (one Redis primary, failover, clocks, choosing the
+/// lease), the errors and how to operate it are in the guide "Beyond one process"
+/// (docs/cluster.md).
+///
+/// @tparam Executor The connection's executor type: the default executor of completion handlers,
+/// and the executor of the semaphore's timers.
 template <class Executor = boost::asio::any_io_executor>
 class basic_semaphore
 {
     using engine_type = detail::semaphore_engine<Executor>;
 
 public:
+    /// The executor type of the connection.
     using executor_type = Executor;
+
+    /// The connection the semaphore talks to Redis through.
     using connection_type = basic_connection<Executor>;
 
-    /// Holds granted permits; see detail::semaphore_permit.
+    /// The permits of one grant, handed to the completion handler of an acquire. Move-only.
+    ///
+    /// - `count()`: the number of permits held, `n` of the acquire; 0 once released, moved from,
+    ///   or for the empty permit of a failed acquire or of `n == 0`.
+    /// - `fencing_token()`: a 64-bit number strictly greater than that of every earlier grant of
+    ///   the semaphore, fleet-wide (0 for an empty permit). Pass it with every write the permit
+    ///   guards, so that the resource can refuse a holder whose lease was lost.
+    /// - `async_release(token)`, signature `void(boost::system::error_code)`: stops renewing and
+    ///   gives the permits back; completes on Redis' reply, with `error::lease_lost` if the lease
+    ///   had lapsed.
+    /// - `async_wait_lost(token)`, signature `void(boost::system::error_code)`: completes with
+    ///   `error::lease_lost` when the lease is lost, or with
+    ///   `boost::asio::error::operation_aborted` when the permit is released first (or holds
+    ///   nothing).
+    /// - `lost_slot()`: a cancellation slot emitted with `cancellation_type::terminal` when the
+    ///   lease is lost, to bind to the work the permit guards. It is emitted from the
+    ///   connection's executor: bind it only to operations that run there.
+    ///
+    /// While the permit lives its lease is renewed every third of the lease duration. Its
+    /// destructor (and a move assignment onto it) releases the permits without waiting.
     using permit = detail::semaphore_permit<Executor>;
 
-    /// Opens the semaphore `name` of `capacity` permits on `connection`'s server. The first acquire
+    /// Opens the semaphore `name` of `capacity` permits on `conn`'s server. The first acquire
     /// declares the capacity in Redis; an acquire with another capacity fails with
-    /// `error::capacity_mismatch`.
+    /// `error::capacity_mismatch`. The constructor registers the semaphore's function library
+    /// with the connection, which loads it at once and on every reconnect, and subscribes to the
+    /// semaphore's channel.
+    ///
+    /// @param conn The connection; it must outlive the semaphore and its permits.
+    /// @param name The semaphore's name, shared by every process that uses it; its keys are
+    /// `asio_sync:{name}:...`. Any bytes but an empty string.
+    /// @param capacity The most permits held at once across the fleet.
+    /// @param lease_duration The lease of each permit and queued waiter, renewed every third of
+    /// it: at least 3 ms (the renewal period is `lease_duration / 3` in whole milliseconds); a
+    /// process that stops renewing loses its permits one lease after its last renewal.
+    /// @throws std::invalid_argument if `name` is empty.
     basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
                     std::chrono::milliseconds lease_duration)
         : engine_(std::make_shared<engine_type>(conn, name, capacity, lease_duration))
@@ -82,7 +123,13 @@ public:
     ///
     /// Signature: `void(boost::system::error_code, permit)`. Errors: `too_many_permits` (n greater
     /// than the capacity), `error::capacity_mismatch`, `error::wrong_type`,
-    /// `error::server_error`, `boost::asio::error::operation_aborted` (cancelled: any type).
+    /// `error::server_error` (any other error reply, such as `NOPERM` or `READONLY`),
+    /// `error::auth_failed`, `boost::asio::error::operation_aborted` (cancelled: any type; the
+    /// semaphore destroyed while it waited; the connection closed while its call was in flight),
+    /// `asio_sync::error::closed` (the connection was closed before its call was sent). A reply
+    /// lost with the connection is not an error: the acquire is sent again with the same id, and
+    /// is never granted twice. While Redis is unreachable the acquire waits: bound it with
+    /// `async_acquire_permit_for` or a cancellation.
     /// `n == 0` completes at once with an empty permit.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit)) AcquireToken>
     auto async_acquire_permit(std::size_t n, AcquireToken&& token)
@@ -102,7 +149,8 @@ public:
     }
 
     /// Acquires `n` permits if they are free and nobody waits, in one round trip; never queues.
-    /// Fails with `boost::asio::error::would_block` otherwise.
+    /// Fails with `boost::asio::error::would_block` otherwise, or with the errors of
+    /// `async_acquire_permit`.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit)) AcquireToken>
     auto async_try_acquire_permit(std::size_t n, AcquireToken&& token)
     {
