@@ -26,6 +26,10 @@
 #include <asio_sync/semaphore.hpp>
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
 #include <asio_sync/redis/semaphore.hpp>
+
+#include <boost/asio/executor_work_guard.hpp>
+
+#include <fstream>
 #endif
 
 #include <boost/asio/as_tuple.hpp>
@@ -34,7 +38,6 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -55,7 +58,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
