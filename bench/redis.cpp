@@ -12,7 +12,8 @@
 //   the time, each reports the commands the client sends per operation, counted by Redis itself
 //   in an untimed pass: with the slow log's threshold at 0 every command is logged, with the
 //   address of the client that sent it, and the commands a script runs are logged under the
-//   address "?:0", so they are told apart from the client's own.
+//   address "?:0", so they are told apart from the client's own. The log also gives the time Redis
+//   spent executing each command (a script's with the commands it runs).
 // - Throughput: 1 and 4 processes (forked before any thread exists here, each with its own
 //   connection) run acquire(1) + release chains on one semaphore of 4 permits; the time per
 //   operation is the wall time of the whole fleet divided by the operations of all processes.
@@ -144,9 +145,15 @@ private:
     redis::semaphore semaphore_;
 };
 
-// The commands the client sent per operation while `run_operations(count)` ran, from the slow log
+// What Redis did per operation for the client while `run_operations(count)` ran, from the slow log
 // (see the top of this file): every entry but those of scripts ("?:0") and of this counter.
-double commands_per_operation(const std::function<void(std::size_t)>& run_operations, std::size_t count)
+struct server_side_cost
+{
+    double commands = 0;  // commands the client sent
+    double server_us = 0; // the time Redis took to execute them, scripts included
+};
+
+server_side_cost cost_per_operation(const std::function<void(std::size_t)>& run_operations, std::size_t count)
 {
     redis_server::client counter(server());
     const std::string info = counter.command({"CLIENT", "INFO"});
@@ -158,14 +165,24 @@ double commands_per_operation(const std::function<void(std::size_t)>& run_operat
     run_operations(count);
     const redis_server::reply log = counter.execute({"SLOWLOG", "GET", "-1"});
     counter.command({"CONFIG", "SET", "slowlog-log-slower-than", "10000"}); // the default
-    std::size_t commands = 0;
+    server_side_cost total;
     for (const redis_server::reply& entry : log.elements)
     {
-        // id, time, duration, arguments, client address, client name
+        // id, time, duration in microseconds, arguments, client address, client name
         const std::string& address = entry.elements.at(4).text;
-        commands += address != "?:0" && address != own_address;
+        if (address == "?:0" || address == own_address)
+            continue;
+        total.commands += 1;
+        total.server_us += static_cast<double>(entry.elements.at(2).integer);
     }
-    return static_cast<double>(commands) / static_cast<double>(count);
+    const auto n = static_cast<double>(count);
+    return {total.commands / n, total.server_us / n};
+}
+
+void report_cost(benchmark::State& state, const server_side_cost& cost)
+{
+    state.counters["commands_per_op"] = cost.commands;
+    state.counters["server_us_per_op"] = cost.server_us;
 }
 
 void BM_redis_ping(benchmark::State& state)
@@ -173,8 +190,9 @@ void BM_redis_ping(benchmark::State& state)
     link l("bench_ping", 1);
     while (state.KeepRunningBatch(chain_length))
         l.run(ping_chain(l.connection(), chain_length));
-    state.counters["commands_per_op"] = commands_per_operation(
-        [&](std::size_t count) { l.run(ping_chain(l.connection(), count)); }, counted_operations);
+    report_cost(state,
+                cost_per_operation([&](std::size_t count) { l.run(ping_chain(l.connection(), count)); },
+                                   counted_operations));
 }
 BENCHMARK(BM_redis_ping)->UseRealTime();
 
@@ -184,8 +202,9 @@ void BM_redis_acquire_release(benchmark::State& state)
     l.run(acquire_release_chain(l.semaphore(), 1)); // the library and the capacity are in place
     while (state.KeepRunningBatch(chain_length))
         l.run(acquire_release_chain(l.semaphore(), chain_length));
-    state.counters["commands_per_op"] = commands_per_operation(
-        [&](std::size_t count) { l.run(acquire_release_chain(l.semaphore(), count)); }, counted_operations);
+    report_cost(state, cost_per_operation(
+                           [&](std::size_t count) { l.run(acquire_release_chain(l.semaphore(), count)); },
+                           counted_operations));
 }
 BENCHMARK(BM_redis_acquire_release)->UseRealTime();
 

@@ -359,22 +359,25 @@ def redis_section(measurements, preamble):
              "Each operation is timed in chains on a running io_context against a redis-server on loopback "
              "that the benchmark starts; the floor is a bare `PING` on the same connection in the same run. "
              "Commands per operation are those the client sent, counted by Redis in an untimed pass (its slow "
-             "log at threshold 0, leaving out the commands run inside scripts). Throughput: forked processes, "
+             "log at threshold 0, leaving out the commands run inside scripts), with the time Redis spent "
+             "executing them (a script's including the commands it runs). Throughput: forked processes, "
              "each with its own connection, one acquire + release chain each, wall time of the whole fleet "
              "divided by all their operations. Hand-off: each waiter releases as soon as it is served, so an "
              "operation is one release followed by the grant to the next waiter.",
              "",
-             "| measurement | median µs/op | min µs/op | rate (median) | / PING (median) | commands sent per op |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| measurement | median µs/op | min µs/op | rate (median) | / PING (median) | commands sent per op | "
+             "µs executing them in Redis per op |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for label, name, rate_name in REDIS_ROWS:
         m = measurements.get(("cpp", name), Measurement(error="not run"))
         median = m.median()
         if median is None:
-            lines.append(f"| {label} | failed: {m.error} | | | | |")
+            lines.append(f"| {label} | failed: {m.error} | | | | | |")
             continue
-        commands = m.counter("commands_per_op")
+        cost = [m.counter(name) for name in ("commands_per_op", "server_us_per_op")]
+        cost_cells = " | ".join("" if value is None else f"{value:.2f}" for value in cost)
         lines.append(f"| {label} | {median / 1e3:.1f} | {m.minimum() / 1e3:.1f} | {1e9 / median:,.0f} {rate_name} | "
-                     f"{ratio_text(median, ping)} | {'' if commands is None else f'{commands:.2f}'} |")
+                     f"{ratio_text(median, ping)} | {cost_cells} |")
     one, four = (measurements.get(("cpp", REDIS_ROWS[i][1]), Measurement()).median() for i in (2, 3))
     if one is not None and four is not None:
         lines += ["", f"Total throughput of 4 processes / 1 process: {one / four:.2f}."]
