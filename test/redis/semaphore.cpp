@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -320,6 +321,59 @@ BOOST_FIXTURE_TEST_CASE(cancellation_removes_the_remote_waiter_and_serves_the_ne
     acquired n = wait(next);
     BOOST_TEST(!n.ec);
     BOOST_TEST(n.p.count() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(cancel_gives_up_every_pending_acquire_and_its_remote_waiter, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, long_lease);
+    redis::semaphore b(second, "jobs", 1, long_lease);
+    acquired h = hold(b, 1);
+    auto first_waiting = acquire(a, 1);
+    expect_queued("jobs", "1", first_waiting);
+    auto second_waiting = acquire(a, 1);
+    expect_queued("jobs", "2", second_waiting);
+    auto next = acquire(b, 1);
+    expect_queued("jobs", "3", next);
+
+    a.cancel();
+    BOOST_TEST(wait(first_waiting).ec == code(asio::error::operation_aborted));
+    BOOST_TEST(wait(second_waiting).ec == code(asio::error::operation_aborted));
+    eventually([&] { return queue_length("jobs") == "1"; });
+    acquired served = served_after_release(h, next);
+
+    // The semaphore still works after a cancel().
+    auto later = acquire(a, 1);
+    expect_queued("jobs", "1", later);
+}
+
+BOOST_FIXTURE_TEST_CASE(closing_the_connection_completes_an_acquire_queued_in_redis, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, long_lease);
+    redis::semaphore b(second, "jobs", 1, long_lease);
+    acquired h = hold(b, 1);
+    auto waiting = acquire(a, 1);
+    expect_queued("jobs", "1", waiting);
+
+    first.close();
+    BOOST_TEST(wait(waiting).ec == code(asio_sync::error::closed));
+    auto after_close = acquire(a, 1);
+    BOOST_TEST(wait(after_close).ec == code(asio_sync::error::closed));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_lease_out_of_range_is_refused, fixture)
+{
+    BOOST_CHECK_THROW(redis::semaphore(first, "jobs", 1, 0ms), std::invalid_argument);
+    BOOST_CHECK_THROW(redis::semaphore(first, "jobs", 1, redis::semaphore::min_lease_duration - 1ms),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW(redis::semaphore(first, "jobs", 1, redis::semaphore::max_lease_duration + 1ms),
+                      std::invalid_argument);
+
+    for (const auto bound : {redis::semaphore::min_lease_duration, redis::semaphore::max_lease_duration})
+    {
+        redis::semaphore sem(first, "bounds", 1, bound);
+        acquired a = hold(sem, 1);
+        BOOST_TEST(a.p.count() == 1u);
+    }
 }
 
 BOOST_FIXTURE_TEST_CASE(timeout_removes_the_remote_waiter, fixture)

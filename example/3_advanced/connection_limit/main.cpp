@@ -532,14 +532,17 @@ awaitable<void> serve_session(tcp::socket socket, asio_sync::semaphore& limit, f
     {
         auto [fleet_ec, fleet_permit] = co_await fleet->semaphore().async_acquire_permit(
             1, asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
-        if (fleet_ec == asio::error::operation_aborted)
+        // Aborted after the shutdown: the closed local semaphore below turns the session away.
+        const bool shut_down = fleet_ec == asio::error::operation_aborted && limit.is_closed();
+        if (fleet_ec == asio::error::operation_aborted && !shut_down)
         {
             stats.abandoned.fetch_add(1);
             co_return;
         }
-        if (fleet_ec)
+        if (fleet_ec && !shut_down)
             throw boost::system::system_error(fleet_ec, "fleet-wide acquire");
-        turn.emplace(*fleet, std::move(fleet_permit), queued_at);
+        if (!shut_down)
+            turn.emplace(*fleet, std::move(fleet_permit), queued_at);
     }
 #endif
     auto [acquire_ec] =
@@ -631,7 +634,7 @@ awaitable<void> report_progress(clock_type::time_point start, asio_sync::semapho
 }
 
 awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_point start,
-                             tcp::acceptor& acceptor, asio_sync::semaphore& limit)
+                             tcp::acceptor& acceptor, asio_sync::semaphore& limit, fleet_limit* fleet)
 {
     asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
     co_await timer.async_wait(as_result);
@@ -639,6 +642,12 @@ awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_p
     acceptor.close(ignored); // later connections are refused
     const std::size_t queued = limit.waiting();
     limit.close(); // queued sessions complete with error::closed; active ones finish their turn
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+    if (fleet)
+        fleet->semaphore().cancel(); // so do the sessions still in the fleet-wide queue
+#else
+    (void)fleet;
+#endif
     std::printf("%5.2fs  shutting down: acceptor closed, semaphore closed with %zu sessions queued\n",
                 seconds_since(start), queued);
 }
@@ -750,7 +759,7 @@ int main(int argc, char** argv)
                    fail_on_exception{"accept loop", &failed});
     asio::co_spawn(server_strand, report_progress(start, limit, server),
                    fail_on_exception{"report", &failed});
-    asio::co_spawn(server_strand, shut_down_at(start + opts.duration, start, acceptor, limit),
+    asio::co_spawn(server_strand, shut_down_at(start + opts.duration, start, acceptor, limit, fleet),
                    fail_on_exception{"shutdown", &failed});
     for (std::size_t client = 0; client < opts.clients; ++client)
     {

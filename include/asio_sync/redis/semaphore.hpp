@@ -10,18 +10,21 @@
 /// The fleet-wide counting semaphore: asio_sync::redis::basic_semaphore, its permits, and the
 /// asio_sync::redis::semaphore alias.
 
+#include <asio_sync/error.hpp>
 #include <asio_sync/redis/connection.hpp>
 #include <asio_sync/redis/detail/semaphore_engine.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
+#include <boost/throw_exception.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -69,6 +72,13 @@ public:
     /// The connection the semaphore talks to Redis through.
     using connection_type = basic_connection<Executor>;
 
+    /// The shortest lease: a renewal every third of it must still have time for a round trip.
+    static constexpr std::chrono::milliseconds min_lease_duration{10};
+
+    /// The longest lease, one year: the server's deadlines (its clock in milliseconds plus twice
+    /// the lease) stay exact in the function library's arithmetic.
+    static constexpr std::chrono::milliseconds max_lease_duration{std::chrono::hours(24 * 365)};
+
     /// The permits of one grant, handed to the completion handler of an acquire. Move-only.
     ///
     /// - `count()`: the number of permits held, `n` of the acquire; 0 once released, moved from,
@@ -102,12 +112,12 @@ public:
     /// `asio_sync:{name}:...`. Any bytes but an empty string.
     /// @param capacity The most permits held at once across the fleet.
     /// @param lease_duration The lease of each permit and queued waiter, renewed every third of
-    /// it: at least 3 ms (the renewal period is `lease_duration / 3` in whole milliseconds); a
-    /// process that stops renewing loses its permits one lease after its last renewal.
-    /// @throws std::invalid_argument if `name` is empty.
+    /// it; from `min_lease_duration` to `max_lease_duration`. A process that stops renewing loses
+    /// its permits one lease after its last renewal.
+    /// @throws std::invalid_argument if `name` is empty, or `lease_duration` is out of range.
     basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
                     std::chrono::milliseconds lease_duration)
-        : engine_(std::make_shared<engine_type>(conn, name, capacity, lease_duration))
+        : engine_(std::make_shared<engine_type>(conn, name, capacity, checked_lease(lease_duration)))
     {
         engine_->start();
     }
@@ -119,14 +129,21 @@ public:
     /// their leases renewed until they are released.
     ~basic_semaphore() { engine_->stop(); }
 
+    /// Gives up every pending acquire of this semaphore object: each completes with
+    /// `boost::asio::error::operation_aborted`, and its waiter is taken out of the fleet-wide queue
+    /// (a grant that raced it is given back). Permits already granted are not affected, and later
+    /// acquires work as usual. Thread-safe.
+    void cancel() { engine_->abort_waiters(boost::asio::error::operation_aborted, true); }
+
     /// Acquires `n` permits, waiting in the fleet-wide queue.
     ///
     /// Signature: `void(boost::system::error_code, permit)`. Errors: `too_many_permits` (n greater
     /// than the capacity), `error::capacity_mismatch`, `error::wrong_type`,
     /// `error::server_error` (any other error reply, such as `NOPERM` or `READONLY`),
-    /// `error::auth_failed`, `boost::asio::error::operation_aborted` (cancelled: any type; the
-    /// semaphore destroyed while it waited; the connection closed while its call was in flight),
-    /// `asio_sync::error::closed` (the connection was closed before its call was sent). A reply
+    /// `error::auth_failed`, `boost::asio::error::operation_aborted` (cancelled: any type, or by
+    /// `cancel()`; the semaphore destroyed while it waited), `asio_sync::error::closed` (the
+    /// connection was closed before the acquire was decided, whether its call was unsent, in
+    /// flight or queued in Redis; its remote waiter, if any, expires with its lease). A reply
     /// lost with the connection is not an error: the acquire is sent again with the same id, and
     /// is never granted twice. While Redis is unreachable the acquire waits: bound it with
     /// `async_acquire_permit_for` or a cancellation.
@@ -158,6 +175,14 @@ public:
     }
 
 private:
+    static std::chrono::milliseconds checked_lease(std::chrono::milliseconds lease)
+    {
+        if (lease < min_lease_duration || lease > max_lease_duration)
+            boost::throw_exception(
+                std::invalid_argument("asio_sync::redis::basic_semaphore: lease_duration out of range"));
+        return lease;
+    }
+
     template <class AcquireToken>
     auto initiate(std::size_t n, detail::acquire_mode mode,
                   std::optional<std::chrono::steady_clock::duration> timeout, AcquireToken&& token)

@@ -163,6 +163,23 @@ public:
         run([id](connection_impl& self) { self.connect_listeners_.erase(id); });
     }
 
+    // Registers a listener called once when the connection is closed, before the commands it
+    // still holds complete, so that what waits on a command's outcome may settle first. Registered
+    // after the close, it is called at once (on the strand).
+    void add_close_listener(std::uint64_t id, event_callback listener)
+    {
+        run([id, listener = std::move(listener)](connection_impl& self) mutable {
+            if (self.closed_)
+                return listener();
+            self.close_listeners_.emplace(id, std::move(listener));
+        });
+    }
+
+    void remove_close_listener(std::uint64_t id)
+    {
+        run([id](connection_impl& self) { self.close_listeners_.erase(id); });
+    }
+
 private:
     using socket_type = boost::asio::generic::stream_protocol::socket;
     using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
@@ -604,6 +621,8 @@ private:
         if (closed_)
             return;
         closed_ = true;
+        for (const auto& listener : std::exchange(close_listeners_, {}))
+            listener.second();
         for (link* l : {&command_link_, &subscriber_link_})
         {
             l->retry_timer.cancel();
@@ -730,6 +749,7 @@ private:
     std::deque<command_op_base*> queued_; // commands not yet written, oldest first
     std::vector<std::string> setup_commands_;
     std::map<std::uint64_t, event_callback> connect_listeners_;
+    std::map<std::uint64_t, event_callback> close_listeners_;
     std::map<std::string, channel_state> channels_;
     std::map<std::uint64_t, subscription> subscriptions_;
     std::minstd_rand random_; // the jitter of reconnect delays

@@ -431,6 +431,11 @@ public:
                 if (const auto self = weak.lock())
                     self->renew_queued_waiters();
             });
+        close_listener_ = access::impl(connection_).new_id();
+        access::impl(connection_).add_close_listener(close_listener_, [weak] {
+            if (const auto self = weak.lock())
+                self->abort_waiters(asio_sync::error::closed, false);
+        });
         const std::lock_guard<std::mutex> lock(mutex_);
         schedule_heartbeat();
     }
@@ -440,17 +445,30 @@ public:
     void stop()
     {
         connection_.unsubscribe(subscription_);
-        core::waiter_list done;
-        std::vector<std::string> given_up;
+        access::impl(connection_).remove_close_listener(close_listener_);
         {
             const std::lock_guard<std::mutex> lock(mutex_);
             stopped_ = true;
             if (holders_.empty())
                 heartbeat_.cancel();
+        }
+        abort_waiters(boost::asio::error::operation_aborted, true);
+    }
+
+    // Completes every local waiter with `ec`; with `remotely`, also takes their waiters out of the
+    // remote queue (after a connection close nothing can be sent: their waiter leases expire them).
+    void abort_waiters(boost::system::error_code ec, bool remotely)
+    {
+        core::waiter_list done;
+        std::vector<std::string> given_up;
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
             while (core::semaphore_waiter* w = waiters_.front())
             {
-                given_up.emplace_back(static_cast<remote_waiter*>(w)->id);
-                remove(*w, core::waiter_outcome::aborted, done);
+                auto& waiter = static_cast<remote_waiter&>(*w);
+                if (remotely)
+                    given_up.emplace_back(waiter.id);
+                fail(waiter, ec, done);
             }
         }
         for (const std::string& id : given_up)
@@ -826,7 +844,7 @@ private:
 
     void schedule_heartbeat()
     {
-        heartbeat_.expires_after(lease_ / 3);
+        heartbeat_.expires_after(std::chrono::duration_cast<clock::duration>(lease_) / 3);
         heartbeat_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
             if (!ec)
                 self->on_heartbeat();
@@ -910,6 +928,7 @@ private:
     const std::size_t capacity_;
     const std::chrono::milliseconds lease_;
     typename connection_type::subscription_id subscription_{};
+    std::uint64_t close_listener_ = 0;
 
     std::mutex mutex_;
     boost::asio::steady_timer heartbeat_;
