@@ -376,6 +376,63 @@ BOOST_FIXTURE_TEST_CASE(a_lease_out_of_range_is_refused, fixture)
     }
 }
 
+BOOST_FIXTURE_TEST_CASE(a_function_flush_is_recovered_by_loading_the_library_again, fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, long_lease);
+    acquired h = hold(sem, 1);
+    redis_command({"FUNCTION", "FLUSH"});
+
+    acquired after_flush = hold(sem, 1);
+    BOOST_TEST(after_flush.p.count() == 1u);
+    redis_command({"FUNCTION", "FLUSH"});
+    auto released = std::make_shared<std::promise<boost::system::error_code>>();
+    auto released_future = released->get_future();
+    h.p.async_release([released](boost::system::error_code ec) { released->set_value(ec); });
+    BOOST_TEST(wait(released_future) == code({}));
+    BOOST_TEST(check("jobs") == "ok\n1\n1\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_refused_function_load_uses_the_loaded_library_or_reports_no_permission, fixture)
+{
+    redis::semaphore loader(first, "jobs", 1, long_lease);
+    hold(loader, 1);
+    redis_command({"ACL", "SETUSER", "limited", "on", ">secret", "~*", "&*", "+@all", "-function|load"});
+    redis::connection_options opts = options_for(server.port());
+    opts.user = "limited";
+    opts.password = "secret";
+    redis::connection limited(io, opts);
+    {
+        redis::semaphore sem(limited, "jobs", 1, long_lease);
+        acquired a = hold(sem, 1);
+        BOOST_TEST(a.p.count() == 1u);
+
+        a.p = permit();
+        redis_command({"FUNCTION", "FLUSH"});
+        auto refused = acquire(sem, 1);
+        BOOST_TEST(wait(refused).ec == code(redis::error::no_permission));
+    }
+    limited.close();
+}
+
+BOOST_FIXTURE_TEST_CASE(common_server_errors_have_their_own_codes, fixture)
+{
+    redis::semaphore huge(first, "huge", 10000000000000000, lease); // over the library's 15 digits
+    auto malformed = acquire(huge, 1);
+    BOOST_TEST(wait(malformed).ec == code(redis::error::invalid_argument));
+
+    redis::semaphore sem(first, "jobs", 2, lease);
+    hold(sem, 1);
+    redis_command({"CONFIG", "SET", "maxmemory", "1"});
+    auto no_memory = acquire(sem, 1);
+    BOOST_TEST(wait(no_memory).ec == code(redis::error::out_of_memory));
+    redis_command({"CONFIG", "SET", "maxmemory", "0"});
+
+    redis_command({"REPLICAOF", "127.0.0.1", "1"}); // a primary that never answers: the data stays
+    auto replica = acquire(sem, 1);
+    BOOST_TEST(wait(replica).ec == code(redis::error::read_only));
+    redis_command({"REPLICAOF", "NO", "ONE"});
+}
+
 BOOST_FIXTURE_TEST_CASE(timeout_removes_the_remote_waiter, fixture)
 {
     redis::semaphore sem(first, "jobs", 1, long_lease);

@@ -245,6 +245,7 @@ struct remote_waiter : coded_waiter
     std::uint64_t serial = 0; // the counter of `id`: how a reply names its waiter
     acquire_mode mode;
     bool remotely_queued = false; // Redis answered queued: the heartbeat renews its waiter lease
+    bool reloaded = false;        // the library was loaded again for it once (after a FUNCTION FLUSH)
     clock::time_point sent_at{};  // when the call that last set its remote deadline was sent
     // What the permit of a granted acquire holds beyond its count.
     std::uint64_t fence = 0;
@@ -415,11 +416,15 @@ public:
     {
     }
 
-    // Loads the library on every connect, and listens for grants.
+    // Loads the library on every connect (best effort), and listens for grants.
     void start()
     {
         access::impl(connection_)
-            .add_setup_command(formatted_command::format_for_pipeline(semaphore_script::load_command()));
+            .add_setup_command(formatted_command::format_for_pipeline(semaphore_script::load_command()),
+                               // Refused (an ACL without FUNCTION LOAD) is no reason to fail the link:
+                               // an administrator may have loaded the library; an FCALL that does not
+                               // find it loads it again and reports why it cannot.
+                               true);
         const std::weak_ptr<semaphore_engine> weak = this->weak_from_this();
         subscription_ = connection_.subscribe(
             script_.channel(),
@@ -644,6 +649,16 @@ private:
             return asio_sync::error::too_many_permits;
         if (text.rfind("WRONGTYPE", 0) == 0)
             return redis::error::wrong_type;
+        if (text.rfind("ASIO_SYNC_ARGUMENT", 0) == 0)
+            return redis::error::invalid_argument;
+        if (text.rfind("NOPERM", 0) == 0)
+            return redis::error::no_permission;
+        if (text.rfind("READONLY", 0) == 0)
+            return redis::error::read_only;
+        if (text.rfind("OOM", 0) == 0)
+            return redis::error::out_of_memory;
+        if (text.rfind("MOVED ", 0) == 0 || text.rfind("ASK ", 0) == 0)
+            return redis::error::cluster_redirect;
         return redis::error::server_error;
     }
 
@@ -718,6 +733,14 @@ private:
                 return send_acquire(*w, w->id);
             if (ec == redis::error::server_error && transient(r))
                 return retry_acquire(serial);
+            if (ec == redis::error::server_error && library_missing(r) && !w->reloaded)
+            {
+                w->reloaded = true;
+                return reload_library([self = this->shared_from_this(),
+                                       serial](boost::system::error_code load_ec, const reply& load_reply) {
+                    self->on_library_reloaded(serial, load_ec, load_reply);
+                });
+            }
             if (ec)
                 fail(*w, ec == redis::error::server_error ? error_of(r) : ec, done);
             else if (const state s = parse(r); s.word == "granted")
@@ -740,6 +763,34 @@ private:
         return text.rfind("LOADING", 0) == 0 || text.rfind("BUSY", 0) == 0;
     }
 
+    // The server no longer has the library (a FUNCTION FLUSH, or a restart that did not keep it).
+    static bool library_missing(const reply& r) { return r.text.rfind("ERR Function not found", 0) == 0; }
+
+    // Loads the library again; `on_loaded(ec, reply)` runs on the reply.
+    template <class Handler>
+    void reload_library(Handler on_loaded)
+    {
+        connection_.async_execute(semaphore_script::load_command(), std::move(on_loaded));
+    }
+
+    // Sends the acquire of id number `serial` again once the library is back, if it is still
+    // wanted; fails it with the reason if the library could not be loaded.
+    void on_library_reloaded(std::uint64_t serial, boost::system::error_code ec, const reply& r)
+    {
+        core::waiter_list done;
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            remote_waiter* w = find(serial);
+            if (!w)
+                return;
+            if (!ec || ec == redis::error::connection_lost)
+                send_acquire(*w, w->id);
+            else
+                fail(*w, ec == redis::error::server_error ? error_of(r) : ec, done);
+        }
+        core::complete_all(done);
+    }
+
     // Sends the acquire of id number `serial` again after a short pause, if it is still wanted.
     void retry_acquire(std::uint64_t serial)
     {
@@ -751,22 +802,28 @@ private:
         });
     }
 
-    // Sends release(`id`); `op` (if any) completes on the reply.
-    void send_release(const std::string& id, owned_op op)
+    // Sends release(`id`); `op` (if any) completes on the reply. If the library is missing, it is
+    // loaded again and the release sent once more.
+    void send_release(const std::string& id, owned_op op, bool reloaded = false)
     {
-        connection_.async_execute(script_.release(id),
-                                  [self = this->shared_from_this(), id,
-                                   op = std::move(op)](boost::system::error_code ec, reply r) mutable {
-                                      if (ec == redis::error::connection_lost)
-                                          return self->send_release(id, std::move(op)); // idempotent
-                                      if (!op)
-                                          return;
-                                      if (!ec && parse(r).word == "lost")
-                                          ec = redis::error::lease_lost;
-                                      else if (ec == redis::error::server_error)
-                                          ec = error_of(r);
-                                      complete(std::move(op), ec);
-                                  });
+        connection_.async_execute(
+            script_.release(id), [self = this->shared_from_this(), id, op = std::move(op),
+                                  reloaded](boost::system::error_code ec, reply r) mutable {
+                if (ec == redis::error::connection_lost)
+                    return self->send_release(id, std::move(op), reloaded); // idempotent
+                if (ec == redis::error::server_error && library_missing(r) && !reloaded)
+                {
+                    self->reload_library([](boost::system::error_code, const reply&) {});
+                    return self->send_release(id, std::move(op), true);
+                }
+                if (!op)
+                    return;
+                if (!ec && parse(r).word == "lost")
+                    ec = redis::error::lease_lost;
+                else if (ec == redis::error::server_error)
+                    ec = error_of(r);
+                complete(std::move(op), ec);
+            });
     }
 
     void on_message(const std::string& message)
@@ -816,7 +873,7 @@ private:
                            const reply& r)
     {
         if (ec)
-            return; // the next heartbeat tries again
+            return reload_if_missing(ec, r); // the next heartbeat tries again
         core::waiter_list done;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
@@ -840,6 +897,13 @@ private:
             }
         }
         core::complete_all(done);
+    }
+
+    // After a renewal found the library missing: loads it for the next heartbeat's renewals.
+    void reload_if_missing(boost::system::error_code ec, const reply& r)
+    {
+        if (ec == redis::error::server_error && library_missing(r))
+            reload_library([](boost::system::error_code, const reply&) {});
     }
 
     void schedule_heartbeat()
@@ -884,7 +948,7 @@ private:
                            const reply& r)
     {
         if (ec)
-            return; // the lease check of the next heartbeats decides
+            return reload_if_missing(ec, r); // the lease check of the next heartbeats decides
         std::vector<std::shared_ptr<boost::asio::cancellation_signal>> lost;
         core::waiter_list done;
         {
