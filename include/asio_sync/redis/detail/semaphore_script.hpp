@@ -37,6 +37,8 @@
 //   status(id)           granted <fence> <n> | queued <position> | lost. Read-only (FCALL_RO): an
 //       entry whose deadline has passed says lost before a writing call removes it, and a waiter
 //       that a writing call would serve still says queued.
+//   usage()              usage <capacity> <held> <queued>: the declared capacity (0 if none yet),
+//       the permits held and the waiters queued under live leases. Read-only (FCALL_RO).
 //   check()              ok <used> <holders> <queued>, or the error ASIO_SYNC_INVARIANT <what>.
 //       Read-only: used is the sum of the holders' n and at most the capacity, holder and waiter
 //       tables agree, fences and arrivals are unique and at most seq, the queue's head does not
@@ -449,6 +451,20 @@ register('renew', 3, renew, {})
 register('release', 2, release, {})
 register('status', 1, status, {'no-writes'})
 register('check', 0, check, {'no-writes'})
+
+-- Read-only: the declared capacity (0 before the first acquire), the permits held and the waiters
+-- queued, both under leases that have not yet lapsed.
+local function usage(keys, args)
+    local now = '(' .. decimal(now_ms())
+    local held = 0
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', keys[HOLDERS], now, '+inf')) do
+        held = held + holder_info(keys, id)
+    end
+    local capacity = tonumber(redis.call('HGET', keys[META], 'capacity')) or 0
+    return {'usage', capacity, held, redis.call('ZCOUNT', keys[WAITER_DEADLINES], now, '+inf')}
+end
+
+register('usage', 0, usage, {'no-writes'})
 )lua";
 
 // Keys of one semaphore, in the order the library's functions take them.
@@ -548,6 +564,8 @@ public:
     }
 
     std::vector<std::string> check() const { return fcall("FCALL_RO", "asio_sync_v1_check", {}); }
+
+    std::vector<std::string> usage() const { return fcall("FCALL_RO", "asio_sync_v1_usage", {}); }
 
 private:
     std::vector<std::string> fcall(std::string_view command, std::string_view function,
