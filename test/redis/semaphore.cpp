@@ -433,6 +433,28 @@ BOOST_FIXTURE_TEST_CASE(common_server_errors_have_their_own_codes, fixture)
     redis_command({"REPLICAOF", "NO", "ONE"});
 }
 
+BOOST_FIXTURE_TEST_CASE(status_reports_the_capacity_the_permits_held_and_the_waiters_queued, fixture)
+{
+    redis::semaphore a(first, "jobs", 3, long_lease);
+    redis::semaphore b(second, "jobs", 3, long_lease);
+    auto status = [&] {
+        auto f = a.async_status(asio::use_future);
+        BOOST_REQUIRE(f.wait_for(limit) == std::future_status::ready);
+        return f.get();
+    };
+    redis::semaphore_status before = status();
+    BOOST_TEST(before.capacity == 0u);
+
+    acquired h = hold(a, 2);
+    auto waiting = acquire(b, 2);
+    expect_queued("jobs", "1", waiting);
+    const redis::semaphore_status s = status();
+    BOOST_TEST(s.capacity == 3u);
+    BOOST_TEST(s.held == 2u);
+    BOOST_TEST(s.queued == 1u);
+    BOOST_TEST(s.available() == 1u);
+}
+
 BOOST_FIXTURE_TEST_CASE(timeout_removes_the_remote_waiter, fixture)
 {
     redis::semaphore sem(first, "jobs", 1, long_lease);

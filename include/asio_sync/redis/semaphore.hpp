@@ -13,9 +13,11 @@
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/connection.hpp>
 #include <asio_sync/redis/detail/semaphore_engine.hpp>
+#include <asio_sync/redis/reply.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/compose.hpp>
 #include <boost/system/error_code.hpp>
 #include <boost/throw_exception.hpp>
 
@@ -29,6 +31,23 @@
 #include <utility>
 
 namespace asio_sync::redis {
+
+/// A snapshot of a fleet-wide semaphore, as `basic_semaphore::async_status` reads it from Redis.
+struct semaphore_status
+{
+    /// The capacity declared in Redis by the first acquire; 0 if nobody has acquired yet (or the
+    /// semaphore's keys expired while it was idle).
+    std::size_t capacity = 0;
+
+    /// The permits held across the fleet under leases that have not lapsed.
+    std::size_t held = 0;
+
+    /// The waiters queued across the fleet under leases that have not lapsed.
+    std::size_t queued = 0;
+
+    /// The permits free now: `capacity - held` (0 if that is negative, which it cannot be).
+    std::size_t available() const noexcept { return held < capacity ? capacity - held : 0; }
+};
 
 /// A counting semaphore shared by every process that opens the same name on the same Redis
 /// server: at most `capacity` permits are held across the fleet at any time, and waiters are
@@ -172,6 +191,30 @@ public:
     auto async_try_acquire_permit(std::size_t n, AcquireToken&& token)
     {
         return initiate(n, detail::acquire_mode::try_once, std::nullopt, std::forward<AcquireToken>(token));
+    }
+
+    /// Reads the semaphore's usage across the fleet from Redis, in one read-only round trip
+    /// (`FCALL_RO`, so a replica may answer it). An observer: the numbers may have changed by the
+    /// time the handler runs.
+    ///
+    /// Signature: `void(boost::system::error_code, semaphore_status)`. Errors: those of
+    /// `connection::async_execute`, and the Redis errors of `async_acquire_permit`.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, semaphore_status)) StatusToken>
+    auto async_status(StatusToken&& token)
+    {
+        return boost::asio::async_compose<StatusToken, void(boost::system::error_code, semaphore_status)>(
+            [engine = engine_, started = false](auto& self, boost::system::error_code ec = {},
+                                                reply r = {}) mutable {
+                if (!started)
+                {
+                    started = true;
+                    return engine->connection().async_execute(engine->script().usage(), std::move(self));
+                }
+                std::size_t values[3] = {};
+                ec = engine_type::usage_of(ec, r, values);
+                self.complete(ec, semaphore_status{values[0], values[1], values[2]});
+            },
+            token, engine_->connection().get_executor());
     }
 
 private:

@@ -571,6 +571,21 @@ public:
 
     const semaphore_script& script() const noexcept { return script_; }
 
+    connection_type& connection() const noexcept { return connection_; }
+
+    // The usage reply's capacity, permits held and waiters queued, or the error of `ec` and `r`.
+    static boost::system::error_code usage_of(boost::system::error_code ec, const reply& r,
+                                              std::size_t (&values)[3])
+    {
+        if (ec)
+            return ec == redis::error::server_error ? error_of(r) : ec;
+        if (r.kind != reply_kind::array || r.elements.size() != 4 || r.elements[0].text != "usage")
+            return redis::error::server_error;
+        for (std::size_t i = 0; i < 3; ++i)
+            values[i] = static_cast<std::size_t>(number(r.elements[i + 1]));
+        return {};
+    }
+
 private:
     struct holder
     {
