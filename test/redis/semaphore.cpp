@@ -37,6 +37,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 BOOST_AUTO_TEST_SUITE(redis_semaphore)
@@ -191,6 +192,16 @@ struct append_only_fixture : fixture
 };
 
 } // namespace
+
+BOOST_AUTO_TEST_CASE(the_permit_is_the_public_basic_permit)
+{
+    static_assert(std::is_same_v<permit, redis::basic_permit<>>);
+    static_assert(!std::is_copy_constructible_v<permit> && std::is_nothrow_move_constructible_v<permit>);
+    const redis::basic_permit<> empty;
+    BOOST_TEST(empty.count() == 0u);
+    BOOST_TEST(empty.fencing_token() == 0u);
+    BOOST_TEST(!empty.lost_slot().is_connected());
+}
 
 BOOST_FIXTURE_TEST_CASE(acquires_and_releases_through_a_callback, fixture)
 {

@@ -7,12 +7,13 @@
 #define ASIO_SYNC_REDIS_SEMAPHORE_HPP
 
 /// \file
-/// The fleet-wide counting semaphore: asio_sync::redis::basic_semaphore, its permits, and the
-/// asio_sync::redis::semaphore alias.
+/// The fleet-wide counting semaphore: asio_sync::redis::basic_semaphore, the
+/// asio_sync::redis::semaphore alias, and asio_sync::redis::semaphore_status.
 
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/connection.hpp>
 #include <asio_sync/redis/detail/semaphore_engine.hpp>
+#include <asio_sync/redis/permit.hpp>
 #include <asio_sync/redis/reply.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -98,27 +99,9 @@ public:
     /// the lease) stay exact in the function library's arithmetic.
     static constexpr std::chrono::milliseconds max_lease_duration{std::chrono::hours(24 * 365)};
 
-    /// The permits of one grant, handed to the completion handler of an acquire. Move-only.
-    ///
-    /// - `count()`: the number of permits held, `n` of the acquire; 0 once released, moved from,
-    ///   or for the empty permit of a failed acquire or of `n == 0`.
-    /// - `fencing_token()`: a 64-bit number strictly greater than that of every earlier grant of
-    ///   the semaphore, fleet-wide (0 for an empty permit). Pass it with every write the permit
-    ///   guards, so that the resource can refuse a holder whose lease was lost.
-    /// - `async_release(token)`, signature `void(boost::system::error_code)`: stops renewing and
-    ///   gives the permits back; completes on Redis' reply, with `error::lease_lost` if the lease
-    ///   had lapsed.
-    /// - `async_wait_lost(token)`, signature `void(boost::system::error_code)`: completes with
-    ///   `error::lease_lost` when the lease is lost, or with
-    ///   `boost::asio::error::operation_aborted` when the permit is released first (or holds
-    ///   nothing).
-    /// - `lost_slot()`: a cancellation slot emitted with `cancellation_type::terminal` when the
-    ///   lease is lost, to bind to the work the permit guards. It is emitted from the
-    ///   connection's executor: bind it only to operations that run there.
-    ///
-    /// While the permit lives its lease is renewed every third of the lease duration. Its
-    /// destructor (and a move assignment onto it) releases the permits without waiting.
-    using permit = detail::semaphore_permit<Executor>;
+    /// The permits of one grant, handed to the completion handler of an acquire: move-only,
+    /// renewed while it lives, released by its destructor. See `basic_permit`.
+    using permit = basic_permit<Executor>;
 
     /// Opens the semaphore `name` of `capacity` permits on `conn`'s server. The first acquire
     /// declares the capacity in Redis; an acquire with another capacity fails with

@@ -36,6 +36,7 @@
 #include <asio_sync/redis/detail/command.hpp>
 #include <asio_sync/redis/detail/semaphore_script.hpp>
 #include <asio_sync/redis/error.hpp>
+#include <asio_sync/redis/permit.hpp>
 #include <asio_sync/redis/reply.hpp>
 
 #include <boost/asio/async_result.hpp>
@@ -43,7 +44,6 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/system_executor.hpp>
 #include <boost/asio/wait_traits.hpp>
 #include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
@@ -122,114 +122,6 @@ private:
     parts_type parts_;
 };
 
-// What a granted acquire holds: the permits of one remote id, released on destruction.
-template <class Executor>
-class semaphore_permit
-{
-public:
-    semaphore_permit() noexcept = default;
-
-    semaphore_permit(semaphore_permit&& other) noexcept
-        : engine_(std::move(other.engine_)), id_(std::move(other.id_)),
-          count_(std::exchange(other.count_, 0)), fence_(std::exchange(other.fence_, 0)),
-          lost_signal_(std::move(other.lost_signal_))
-    {
-    }
-
-    semaphore_permit& operator=(semaphore_permit&& other) noexcept
-    {
-        if (this != &other)
-        {
-            release_in_background();
-            engine_ = std::move(other.engine_);
-            id_ = std::move(other.id_);
-            count_ = std::exchange(other.count_, 0);
-            fence_ = std::exchange(other.fence_, 0);
-            lost_signal_ = std::move(other.lost_signal_);
-        }
-        return *this;
-    }
-
-    ~semaphore_permit() { release_in_background(); }
-
-    /// The number of permits held: `n` of the acquire, or 0 once released or moved from.
-    std::size_t count() const noexcept { return count_; }
-
-    /// The fence of the grant: strictly greater than that of every earlier grant of the
-    /// semaphore, fleet-wide. 0 for an empty permit.
-    std::uint64_t fencing_token() const noexcept { return fence_; }
-
-    /// A slot emitted with `cancellation_type::terminal` when the lease is lost, to bind to the
-    /// work the permit guards. The signal is emitted from the connection's executor.
-    boost::asio::cancellation_slot lost_slot() const noexcept
-    {
-        return lost_signal_ ? lost_signal_->slot() : boost::asio::cancellation_slot();
-    }
-
-    /// Stops renewing and gives the permits back; completes with the release's outcome: success,
-    /// `error::lease_lost` if the lease had lapsed, or a Redis error.
-    ///
-    /// Signature: `void(boost::system::error_code)`.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code)) ReleaseToken>
-    auto async_release(ReleaseToken&& token)
-    {
-        return boost::asio::async_initiate<ReleaseToken, void(boost::system::error_code)>(
-            [this](auto handler) {
-                count_ = 0;
-                if (const auto engine = std::exchange(engine_, nullptr))
-                    return engine->release(id_, engine->make_status_op(std::move(handler)));
-                complete_empty(std::move(handler), boost::system::error_code());
-            },
-            token);
-    }
-
-    /// Completes with `error::lease_lost` when the lease is lost, or with
-    /// `boost::asio::error::operation_aborted` when the permit is released first (or holds
-    /// nothing).
-    ///
-    /// Signature: `void(boost::system::error_code)`.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code)) WaitToken>
-    auto async_wait_lost(WaitToken&& token)
-    {
-        return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
-            [this](auto handler) {
-                if (engine_)
-                    return engine_->wait_lost(id_, engine_->make_status_op(std::move(handler)));
-                complete_empty(std::move(handler), boost::asio::error::operation_aborted);
-            },
-            token);
-    }
-
-private:
-    template <class>
-    friend class semaphore_engine;
-    template <class>
-    friend struct permit_grant;
-
-    // A permit without an engine has no I/O executor: the handler completes through its own.
-    template <class Handler>
-    static void complete_empty(Handler handler, boost::system::error_code ec)
-    {
-        core::post_completion(std::move(handler), boost::asio::system_executor(), core::signal_grant(), ec,
-                              0);
-    }
-
-    semaphore_permit(std::shared_ptr<semaphore_engine<Executor>> engine, std::string id, std::size_t count,
-                     std::uint64_t fence, std::shared_ptr<boost::asio::cancellation_signal> lost_signal)
-        : engine_(std::move(engine)), id_(std::move(id)), count_(count), fence_(fence),
-          lost_signal_(std::move(lost_signal))
-    {
-    }
-
-    void release_in_background() noexcept;
-
-    std::shared_ptr<semaphore_engine<Executor>> engine_;
-    std::string id_;
-    std::size_t count_ = 0;
-    std::uint64_t fence_ = 0;
-    std::shared_ptr<boost::asio::cancellation_signal> lost_signal_; // shared with the engine, which emits it
-};
-
 // The longest remote id: 16 hex digits, ':', a 64-bit counter, and the terminating NUL.
 constexpr std::size_t id_capacity = 16 + 1 + 20 + 1;
 
@@ -261,7 +153,7 @@ template <class Executor>
 struct permit_grant
 {
     using engine_type = semaphore_engine<Executor>;
-    using permit_type = semaphore_permit<Executor>;
+    using permit_type = redis::basic_permit<Executor>;
 
     static constexpr bool to_permit = true;
 
@@ -405,7 +297,7 @@ class semaphore_engine : public std::enable_shared_from_this<semaphore_engine<Ex
 {
 public:
     using connection_type = basic_connection<Executor>;
-    using permit_type = semaphore_permit<Executor>;
+    using permit_type = redis::basic_permit<Executor>;
     using grant_type = permit_grant<Executor>;
     using clock = std::chrono::steady_clock;
 
@@ -1017,14 +909,6 @@ private:
     core::waiter_list waiters_; // of remote_waiter, in the order they were started
     std::map<std::string, holder> holders_;
 };
-
-template <class Executor>
-void semaphore_permit<Executor>::release_in_background() noexcept
-{
-    if (const auto engine = std::exchange(engine_, nullptr))
-        engine->release(id_, nullptr);
-    count_ = 0;
-}
 
 } // namespace asio_sync::redis::detail
 
