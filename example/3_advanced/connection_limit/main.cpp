@@ -617,10 +617,11 @@ awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::execu
     }
 }
 
-awaitable<void> report_progress(clock_type::time_point start, asio_sync::semaphore& limit,
+// With --redis, also the permits held and the waiters queued across the fleet, read from Redis.
+awaitable<void> report_progress(clock_type::time_point start, asio_sync::semaphore& limit, fleet_limit* fleet,
                                 const server_stats& stats)
 {
-    std::printf("  time  active  queued  served  abandoned\n");
+    std::printf("  time  active  queued  served  abandoned%s\n", fleet ? "  fleet-held  fleet-queued" : "");
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (auto next = start + report_interval; !limit.is_closed(); next += report_interval)
     {
@@ -628,8 +629,17 @@ awaitable<void> report_progress(clock_type::time_point start, asio_sync::semapho
         co_await timer.async_wait(as_result);
         if (limit.is_closed())
             break;
-        std::printf("%5.2fs  %6zu  %6zu  %6zu  %9zu\n", seconds_since(start), stats.active.load(),
+        std::printf("%5.2fs  %6zu  %6zu  %6zu  %9zu", seconds_since(start), stats.active.load(),
                     limit.waiting(), stats.served.load(), stats.abandoned.load());
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+        if (fleet)
+        {
+            auto [status_ec, status] = co_await fleet->semaphore().async_status(as_result);
+            if (!status_ec)
+                std::printf("  %10zu  %12zu", status.held, status.queued);
+        }
+#endif
+        std::printf("\n");
     }
 }
 
@@ -757,7 +767,7 @@ int main(int argc, char** argv)
     asio::co_spawn(server_strand,
                    accept_sessions(acceptor, ctx.get_executor(), limit, fleet, server, seed, failed),
                    fail_on_exception{"accept loop", &failed});
-    asio::co_spawn(server_strand, report_progress(start, limit, server),
+    asio::co_spawn(server_strand, report_progress(start, limit, fleet, server),
                    fail_on_exception{"report", &failed});
     asio::co_spawn(server_strand, shut_down_at(start + opts.duration, start, acceptor, limit, fleet),
                    fail_on_exception{"shutdown", &failed});
