@@ -502,6 +502,25 @@ BOOST_FIXTURE_TEST_CASE(a_grant_racing_a_cancellation_is_given_back, fixture)
     BOOST_TEST(!wait(last).ec);
 }
 
+// A holder that never renews stands for a dead process. The waiter's own lease is long: its
+// heartbeat would renew it (and so serve it) only after the test's limit. It is served because
+// it watches the earliest holder deadline, after the lease lapsed: the holder is gone.
+BOOST_FIXTURE_TEST_CASE(a_waiter_is_served_when_a_dead_holders_lease_lapses, fixture)
+{
+    const auto jobs = script("jobs");
+    redis_command(script::load_command());
+    const std::string dead =
+        server.execute(jobs.acquire("dead:1", 1, 1, 500ms, redis::detail::acquire_mode::wait)).to_text();
+    BOOST_REQUIRE(dead.rfind("granted\n", 0) == 0);
+
+    redis::semaphore sem(first, "jobs", 1, long_lease);
+    auto waiting = acquire(sem, 1);
+    acquired a = wait(waiting);
+    BOOST_REQUIRE(!a.ec);
+    BOOST_TEST(a.p.fencing_token() > std::stoull(dead.substr(dead.find('\n') + 1)));
+    BOOST_TEST(server.execute(jobs.status("dead:1")).to_text() == "lost");
+}
+
 BOOST_FIXTURE_TEST_CASE(renewal_keeps_a_permit_past_several_leases, fixture)
 {
     redis::semaphore a(first, "jobs", 1, 300ms);

@@ -304,7 +304,8 @@ public:
     semaphore_engine(connection_type& connection, std::string_view name, std::size_t capacity,
                      std::chrono::milliseconds lease)
         : connection_(connection), script_(name), capacity_(capacity), lease_(lease),
-          heartbeat_(connection.get_executor()), id_prefix_(random_prefix())
+          heartbeat_(connection.get_executor()), holder_expiry_(connection.get_executor()),
+          id_prefix_(random_prefix())
     {
     }
 
@@ -348,6 +349,7 @@ public:
             stopped_ = true;
             if (holders_.empty())
                 heartbeat_.cancel();
+            holder_expiry_.cancel();
         }
         abort_waiters(boost::asio::error::operation_aborted, true);
     }
@@ -655,7 +657,10 @@ private:
             else if (s.word == "busy")
                 fail(*w, boost::asio::error::would_block, done);
             else if (s.word == "queued")
+            {
                 w->remotely_queued = true;
+                watch_earliest_holder();
+            }
             else
                 fail(*w, redis::error::server_error, done);
         }
@@ -789,7 +794,10 @@ private:
                 return;
             const state s = parse(r);
             if (s.word == "queued")
+            {
                 w->sent_at = sent_at;
+                watch_earliest_holder();
+            }
             else if (s.word == "granted")
             {
                 w->sent_at = sent_at;
@@ -804,6 +812,61 @@ private:
             }
         }
         core::complete_all(done);
+    }
+
+    // A queued waiter waits for a release (published) or for a holder's lease to lapse, which
+    // nobody announces: the engine reads the earliest holder deadline and the server's clock, and
+    // renews its queued waiters when that deadline has passed, so that the call that reaps the
+    // lapsed holder serves them. A dead holder's permits thus come back one lease after its last
+    // renewal (plus a round trip), not at the waiters' next heartbeat. A holder that renewed
+    // meanwhile is found alive, and its new deadline read again. Under the mutex.
+    void watch_earliest_holder()
+    {
+        if (watching_ || stopped_)
+            return;
+        watching_ = true;
+        auto clocks = std::make_shared<holder_clocks>();
+        const auto on_reply = [self = this->shared_from_this(), clocks](bool is_time) {
+            return [self, clocks, is_time](boost::system::error_code ec, reply r) {
+                (is_time ? clocks->time : clocks->earliest) = std::move(r);
+                if (ec)
+                    clocks->failed = true;
+                if (clocks->replies.fetch_add(1, std::memory_order_acq_rel) == 1)
+                    self->on_holder_clocks(*clocks);
+            };
+        };
+        connection_.async_execute({"TIME"}, on_reply(true));
+        connection_.async_execute({"ZRANGE", script_.key(semaphore_key::holders), "0", "0", "WITHSCORES"},
+                                  on_reply(false));
+    }
+
+    // The replies of TIME and of the earliest holder deadline; the second to arrive acts.
+    struct holder_clocks
+    {
+        reply time;
+        reply earliest;
+        std::atomic<bool> failed{false};
+        std::atomic<int> replies{0};
+    };
+
+    void on_holder_clocks(const holder_clocks& clocks)
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        watching_ = false;
+        // An error, or no holder: the heartbeat and the published releases are the waiters' wake-ups.
+        if (clocks.failed || clocks.time.elements.size() != 2 || clocks.earliest.elements.size() != 2 ||
+            stopped_ || waiters_.empty())
+            return;
+        const std::uint64_t now_ms =
+            number(clocks.time.elements[0]) * 1000 + number(clocks.time.elements[1]) / 1000;
+        const std::uint64_t deadline_ms = number(clocks.earliest.elements[1]);
+        // The library reaps a holder whose deadline is at most its clock: wake 1 ms after it.
+        const std::uint64_t wait_ms = deadline_ms >= now_ms ? deadline_ms - now_ms + 1 : 1;
+        holder_expiry_.expires_after(std::chrono::milliseconds(wait_ms));
+        holder_expiry_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
+            if (!ec)
+                self->renew_queued_waiters();
+        });
     }
 
     // After a renewal found the library missing: loads it for the next heartbeat's renewals.
@@ -903,6 +966,8 @@ private:
 
     std::mutex mutex_;
     boost::asio::steady_timer heartbeat_;
+    boost::asio::steady_timer holder_expiry_; // the earliest holder deadline, while waiters are queued
+    bool watching_ = false;                   // its TIME and ZRANGE are in flight
     const std::string id_prefix_;
     std::uint64_t id_counter_ = 0;
     bool stopped_ = false;
