@@ -153,10 +153,10 @@ struct clients
     redis::connection second;
 };
 
-template <class Future>
-bool ready_within_limit(Future& f)
+permit hold(redis::semaphore& sem, std::size_t n)
 {
-    return f.wait_for(asio_sync::test::redis_wait_limit) == std::future_status::ready;
+    auto f = sem.async_acquire_permit(n, asio::use_future);
+    return wait(f);
 }
 
 } // namespace
@@ -177,8 +177,7 @@ BOOST_AUTO_TEST_CASE(the_permit_of_a_killed_holder_and_the_place_of_a_killed_wai
 
     holder.kill();
     waiter.kill();
-    BOOST_REQUIRE(ready_within_limit(served));
-    const permit p = served.get();
+    const permit p = wait(served);
     BOOST_TEST(p.count() == 1u);
     BOOST_TEST(p.fencing_token() > killed_fence);
     BOOST_TEST(check(server) == "ok\n1\n1\n0");
@@ -193,9 +192,7 @@ BOOST_AUTO_TEST_CASE(a_holder_stopped_past_its_lease_loses_it_and_learns_it_afte
 
     clients local(server.port());
     redis::semaphore sem(local.first, name, 1, lease);
-    auto served = sem.async_acquire_permit(1, asio::use_future);
-    BOOST_REQUIRE(ready_within_limit(served)); // the others go on once the stopped lease lapses
-    const permit p = served.get();
+    const permit p = hold(sem, 1); // the others go on once the stopped lease lapses
     BOOST_TEST(p.fencing_token() > stopped_fence);
 
     holder.signal(SIGCONT);
@@ -211,9 +208,8 @@ BOOST_AUTO_TEST_CASE(killed_connections_reconnect_without_granting_twice)
     clients local(server.port());
     redis::semaphore holding(local.first, name, 2, lease);
     redis::semaphore waiting(local.second, name, 2, lease);
-    auto held = holding.async_acquire_permit(2, asio::use_future);
-    BOOST_REQUIRE(ready_within_limit(held));
-    permit h = held.get();
+    permit h = hold(holding, 2);
+    const std::uint64_t held_fence = h.fencing_token();
 
     // Killed right after the acquire was issued: its call may be unsent, sent, or run; the
     // replay after the reconnection queues it once.
@@ -230,12 +226,10 @@ BOOST_AUTO_TEST_CASE(killed_connections_reconnect_without_granting_twice)
     BOOST_TEST(!is_ready(served));
 
     auto released = h.async_release(asio::use_future);
-    BOOST_REQUIRE(ready_within_limit(released));
-    released.get(); // throws if the lease was lost across the reconnections
-    BOOST_REQUIRE(ready_within_limit(served));
-    permit p = served.get();
+    wait(released); // throws if the lease was lost across the reconnections
+    permit p = wait(served);
     BOOST_TEST(p.count() == 1u);
-    BOOST_TEST(p.fencing_token() > h.fencing_token());
+    BOOST_TEST(p.fencing_token() > held_fence);
     BOOST_TEST(check(server) == "ok\n1\n1\n0");
     p = permit();
     eventually([&] { return check(server) == "ok\n0\n0\n0"; });
@@ -247,9 +241,7 @@ BOOST_AUTO_TEST_CASE(acquires_in_flight_across_a_server_sleep_are_each_granted_o
     clients local(server.port());
     redis::semaphore a(local.first, name, 2, lease_past_sleep);
     redis::semaphore b(local.second, name, 2, lease_past_sleep);
-    auto held = a.async_acquire_permit(1, asio::use_future);
-    BOOST_REQUIRE(ready_within_limit(held));
-    permit h = held.get();
+    permit h = hold(a, 1);
 
     // Shorter than the lease: no holder may lose its permit to the sleep.
     auto slept =
@@ -260,8 +252,7 @@ BOOST_AUTO_TEST_CASE(acquires_in_flight_across_a_server_sleep_are_each_granted_o
         pending.push_back(a.async_acquire_permit(1, asio::use_future)); // behind the sleep
         pending.push_back(b.async_acquire_permit(1, asio::use_future));
     }
-    BOOST_REQUIRE(ready_within_limit(slept));
-    slept.get();
+    wait(slept);
 
     // One permit was free: exactly one is granted; then each release lets one more in.
     std::set<std::uint64_t> fences{h.fencing_token()};
@@ -287,8 +278,7 @@ BOOST_AUTO_TEST_CASE(acquires_in_flight_across_a_server_sleep_are_each_granted_o
                 BOOST_TEST(fences.insert(p.fencing_token()).second);
                 BOOST_TEST(check(server).rfind("ok\n", 0) == 0u);
                 auto released = p.async_release(asio::use_future);
-                BOOST_REQUIRE(ready_within_limit(released));
-                released.get();
+                wait(released);
                 break;
             }
         }

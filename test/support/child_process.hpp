@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -108,6 +109,8 @@ public:
         int from_child[2];
         BOOST_REQUIRE(::pipe(to_child) == 0);
         BOOST_REQUIRE(::pipe(from_child) == 0);
+        // Or the child would write what the test buffered, again.
+        std::fflush(nullptr);
         const pid_t parent = ::getpid();
         pid_ = ::fork();
         BOOST_REQUIRE(pid_ >= 0);
