@@ -153,6 +153,13 @@ struct clients
     redis::connection second;
 };
 
+// A server and the test's clients, for the tests without a child process.
+struct server_and_clients
+{
+    redis_server server;
+    clients local{server.port()};
+};
+
 permit hold(redis::semaphore& sem, std::size_t n)
 {
     auto f = sem.async_acquire_permit(n, asio::use_future);
@@ -202,10 +209,8 @@ BOOST_AUTO_TEST_CASE(a_holder_stopped_past_its_lease_loses_it_and_learns_it_afte
     BOOST_TEST(check(server) == "ok\n1\n1\n0"); // the resumed holder took nothing back
 }
 
-BOOST_AUTO_TEST_CASE(killed_connections_reconnect_without_granting_twice)
+BOOST_FIXTURE_TEST_CASE(killed_connections_reconnect_without_granting_twice, server_and_clients)
 {
-    redis_server server;
-    clients local(server.port());
     redis::semaphore holding(local.first, name, 2, lease);
     redis::semaphore waiting(local.second, name, 2, lease);
     permit h = hold(holding, 2);
@@ -235,10 +240,8 @@ BOOST_AUTO_TEST_CASE(killed_connections_reconnect_without_granting_twice)
     eventually([&] { return check(server) == "ok\n0\n0\n0"; });
 }
 
-BOOST_AUTO_TEST_CASE(acquires_in_flight_across_a_server_sleep_are_each_granted_once)
+BOOST_FIXTURE_TEST_CASE(acquires_in_flight_across_a_server_sleep_are_each_granted_once, server_and_clients)
 {
-    redis_server server;
-    clients local(server.port());
     redis::semaphore a(local.first, name, 2, lease_past_sleep);
     redis::semaphore b(local.second, name, 2, lease_past_sleep);
     permit h = hold(a, 1);
