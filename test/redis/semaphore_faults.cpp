@@ -4,13 +4,14 @@
 // file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
 
 #define BOOST_TEST_MODULE redis_semaphore_faults
+#define BOOST_TEST_NO_MAIN // main below also runs the child role
 
 // The fleet-wide semaphore through faults, on a real server: a holder and a waiter killed with
 // SIGKILL, a holder stopped past its lease, connections killed by the server, and the server
-// asleep. Where a process must die or stop it is a forked child, forked before the test creates
-// any thread. Nothing here waits for a time to pass: each test waits for the outcome it expects,
-// and the wait limit only turns a hang into a failure. (A server restart is tested in
-// semaphore.cpp.)
+// asleep. Where a process must die or stop it is a child: this binary run again in the holder
+// role (a fork is unsafe once the tests have made threads). Nothing here waits for a time to pass: each test
+// waits for the outcome it expects, and the wait limit only turns a hang into a failure. (A server restart is
+// tested in semaphore.cpp.)
 
 #include <asio_sync/redis/semaphore.hpp>
 
@@ -28,8 +29,10 @@
 #include <csignal>
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -93,14 +96,16 @@ std::string outcome(boost::system::error_code ec)
     return ec.message();
 }
 
-// A child process that acquires 1 permit and reports to the test, one line each: "granted
+constexpr const char* holder_role = "--semaphore-holder";
+
+// The child role: acquires 1 permit and reports to the test, one line each: "granted
 // <fence>" (or "error <what>"), then "lost <outcome>" when its lease is lost, then "released
 // <outcome>" of its release after the loss. It runs until killed, or until it has released.
-int hold_in_child(std::uint16_t port, std::size_t capacity, pipe_link& link)
+int hold_in_child(std::uint16_t port, pipe_link& link)
 {
     asio::io_context io;
     redis::connection conn(io, options_for(port));
-    redis::semaphore sem(conn, name, capacity, lease);
+    redis::semaphore sem(conn, name, 1, lease);
     permit held;
     sem.async_acquire_permit(1, [&](boost::system::error_code ec, permit p) {
         held = std::move(p);
@@ -120,6 +125,13 @@ int hold_in_child(std::uint16_t port, std::size_t capacity, pipe_link& link)
     });
     io.run();
     return 0;
+}
+
+// Runs this binary in the holder role on `server`.
+std::unique_ptr<child_process> spawn_holder(const redis_server& server)
+{
+    return std::make_unique<child_process>(
+        std::vector<std::string>{holder_role, std::to_string(server.port()), std::to_string(::getpid())});
 }
 
 std::uint64_t granted_fence(pipe_link& link)
@@ -171,9 +183,9 @@ permit hold(redis::semaphore& sem, std::size_t n)
 BOOST_AUTO_TEST_CASE(the_permit_of_a_killed_holder_and_the_place_of_a_killed_waiter_return)
 {
     redis_server server;
-    child_process holder([port = server.port()](pipe_link& link) { return hold_in_child(port, 1, link); });
-    const std::uint64_t killed_fence = granted_fence(holder.link());
-    child_process waiter([port = server.port()](pipe_link& link) { return hold_in_child(port, 1, link); });
+    const auto holder = spawn_holder(server);
+    const std::uint64_t killed_fence = granted_fence(holder->link());
+    const auto waiter = spawn_holder(server);
     eventually([&] { return queue_length(server) == "1"; });
 
     clients local(server.port());
@@ -182,8 +194,8 @@ BOOST_AUTO_TEST_CASE(the_permit_of_a_killed_holder_and_the_place_of_a_killed_wai
     eventually([&] { return queue_length(server) == "2"; });
     BOOST_TEST(!is_ready(served)); // behind a live holder and a live waiter
 
-    holder.kill();
-    waiter.kill();
+    holder->kill();
+    waiter->kill();
     const permit p = wait(served);
     BOOST_TEST(p.count() == 1u);
     BOOST_TEST(p.fencing_token() > killed_fence);
@@ -193,19 +205,19 @@ BOOST_AUTO_TEST_CASE(the_permit_of_a_killed_holder_and_the_place_of_a_killed_wai
 BOOST_AUTO_TEST_CASE(a_holder_stopped_past_its_lease_loses_it_and_learns_it_after_it_resumes)
 {
     redis_server server;
-    child_process holder([port = server.port()](pipe_link& link) { return hold_in_child(port, 1, link); });
-    const std::uint64_t stopped_fence = granted_fence(holder.link());
-    holder.signal(SIGSTOP);
+    const auto holder = spawn_holder(server);
+    const std::uint64_t stopped_fence = granted_fence(holder->link());
+    holder->signal(SIGSTOP);
 
     clients local(server.port());
     redis::semaphore sem(local.first, name, 1, lease);
     const permit p = hold(sem, 1); // the others go on once the stopped lease lapses
     BOOST_TEST(p.fencing_token() > stopped_fence);
 
-    holder.signal(SIGCONT);
-    BOOST_TEST(holder.link().receive() == "lost lease_lost");
-    BOOST_TEST(holder.link().receive() == "released lease_lost");
-    BOOST_TEST(holder.wait() == 0);
+    holder->signal(SIGCONT);
+    BOOST_TEST(holder->link().receive() == "lost lease_lost");
+    BOOST_TEST(holder->link().receive() == "released lease_lost");
+    BOOST_TEST(holder->wait() == 0);
     BOOST_TEST(check(server) == "ok\n1\n1\n0"); // the resumed holder took nothing back
 }
 
@@ -290,3 +302,15 @@ BOOST_FIXTURE_TEST_CASE(acquires_in_flight_across_a_server_sleep_are_each_grante
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+int main(int argc, char* argv[])
+{
+    if (argc == 4 && std::string_view(argv[1]) == redis_semaphore_faults::holder_role)
+    {
+        if (!asio_sync::test::die_with_parent(static_cast<pid_t>(std::stol(argv[3]))))
+            return 127;
+        asio_sync::test::pipe_link link(STDIN_FILENO, STDOUT_FILENO);
+        return redis_semaphore_faults::hold_in_child(static_cast<std::uint16_t>(std::stoul(argv[2])), link);
+    }
+    return boost::unit_test::unit_test_main(&init_unit_test, argc, argv);
+}

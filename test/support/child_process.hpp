@@ -6,18 +6,24 @@
 #ifndef ASIO_SYNC_TEST_SUPPORT_CHILD_PROCESS_HPP
 #define ASIO_SYNC_TEST_SUPPORT_CHILD_PROCESS_HPP
 
-// A forked child process for the multi-process tests, with a line-based pipe each way. Fork it
-// before the test creates any thread (a child of a threaded process may inherit locks held by
-// threads it does not have); the child builds its own io_context and connections. It is killed
-// by the kernel if the test process dies (PR_SET_PDEATHSIG), and killed and reaped by the
+// A child process for the multi-process tests, with a line-based pipe each way: either forked,
+// running a function of the test, or the test binary itself run again with arguments that select
+// a child role (posix_spawn). Fork only before the test process has any thread: a child of a
+// threaded process may inherit locks held by threads it does not have, and ThreadSanitizer kills
+// such a child when it starts a thread (an Asio resolver does). Once threads may exist (Asio's
+// system executor keeps its threads for the life of the process), spawn. The child builds its own
+// io_context and connections. It is killed by the kernel if the test process dies
+// (PR_SET_PDEATHSIG; a spawned child calls die_with_parent), and killed and reaped by the
 // destructor if still running, so a failing test leaves no process behind.
 
 #include "support/redis_client.hpp"
 
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -31,8 +37,18 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
+
+extern char** environ;
 
 namespace asio_sync::test {
+
+// For a spawned child: be killed when the test process `parent` dies; false if it already has.
+inline bool die_with_parent(pid_t parent)
+{
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    return ::getppid() == parent;
+}
 
 // One end of the pair of pipes between the test and a child: lines of text each way.
 class pipe_link
@@ -135,6 +151,35 @@ public:
         ::close(to_child[0]);
         ::close(from_child[1]);
         link_ = std::make_unique<pipe_link>(from_child[0], to_child[1]);
+    }
+
+    // Runs this test binary again with `args` (after the program name), its standard input and
+    // output connected to the test's link(); the child's end is pipe_link(0, 1). The child's
+    // main should call die_with_parent(getppid() at the spawn, passed in `args`).
+    explicit child_process(const std::vector<std::string>& args)
+    {
+        int to_child[2];
+        int from_child[2];
+        BOOST_REQUIRE(::pipe2(to_child, O_CLOEXEC) == 0);
+        BOOST_REQUIRE(::pipe2(from_child, O_CLOEXEC) == 0);
+        posix_spawn_file_actions_t actions;
+        ::posix_spawn_file_actions_init(&actions);
+        ::posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+        ::posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+        std::string program = "/proc/self/exe";
+        std::vector<std::string> copies(args);
+        std::vector<char*> argv{program.data()};
+        for (std::string& a : copies)
+            argv.push_back(a.data());
+        argv.push_back(nullptr);
+        const int spawned = ::posix_spawn(&pid_, program.c_str(), &actions, nullptr, argv.data(), environ);
+        ::posix_spawn_file_actions_destroy(&actions);
+        ::close(to_child[0]);
+        ::close(from_child[1]);
+        link_ = std::make_unique<pipe_link>(from_child[0], to_child[1]);
+        if (spawned != 0)
+            pid_ = -1;
+        BOOST_REQUIRE_MESSAGE(spawned == 0, "posix_spawn failed");
     }
 
     child_process(const child_process&) = delete;
