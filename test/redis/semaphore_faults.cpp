@@ -9,9 +9,9 @@
 // The fleet-wide semaphore through faults, on a real server: a holder and a waiter killed with
 // SIGKILL, a holder stopped past its lease, connections killed by the server, and the server
 // asleep. Where a process must die or stop it is a child: this binary run again in the holder
-// role (a fork is unsafe once the tests have made threads). Nothing here waits for a time to pass: each test
-// waits for the outcome it expects, and the wait limit only turns a hang into a failure. (A server restart is
-// tested in semaphore.cpp.)
+// role (a fork is unsafe once the tests have made threads). Nothing here waits for a time to
+// pass: each test waits for the outcome it expects, and the wait limit only turns a hang into a
+// failure. (A server restart is tested in semaphore.cpp.)
 
 #include <asio_sync/redis/semaphore.hpp>
 
@@ -141,8 +141,7 @@ std::uint64_t granted_fence(pipe_link& link)
     return std::stoull(line.substr(8));
 }
 
-// The test's own side: an io_context run by one thread and two connections, made after the
-// children were forked.
+// The test's own side: an io_context run by one thread, and two connections.
 struct clients
 {
     explicit clients(std::uint16_t port)
