@@ -14,17 +14,21 @@
 //   holders  zset: id -> lease deadline (server ms)        hinfo  hash: id -> "<n>:<fence>"
 //   queue    zset: id -> arrival number                    wdl    zset: id -> waiter deadline
 //   wreq     hash: id -> n                                 seq    counter of arrivals and fences
-// seq never expires, so fencing tokens never go backwards; every other key is given a PEXPIRE of
-// twice the longest lease plus a minute at each writing call, so an idle semaphore disappears.
+// seq never expires, so fencing tokens never go backwards. Every other key expires with meta, at
+// least a minute after the last deadline set and at most twice the longest lease plus a minute
+// after the last writing call, so an idle semaphore disappears: a writing call that finds meta
+// expiring within the longest lease plus a minute pushes every key's expiry to twice the longest
+// lease plus a minute from now, and gives a key it creates meta's expiry.
 //
-// Every writing function reads TIME once, removes at most `reap_limit` expired holders and waiters
-// (plus the caller's own id if it has expired), then serves the queue from its head while the head
-// fits (strict FIFO: the first waiter that does not fit stops it). Each grant takes INCR seq as
-// its fence and publishes "<id> <fence> <n>" on the semaphore's channel (fence and n are the last
-// two words, whatever the id holds). A waiter granted keeps its waiter deadline as its lease,
-// which its last renewal set. Ids are chosen by clients and unique, so every call is replayable:
-// the same call again returns the same state. The channel is not a key: the writing functions take
-// it as their first argument, before those listed below; the helpers of semaphore_script pass it.
+// Every writing function reads TIME and each key once (keeping what it read up to date in Lua, as
+// a command run from Lua costs far more than the Lua around it), removes at most `reap_limit` expired holders
+// and waiters (plus the caller's own id if it has expired), then serves the queue from its head while the
+// head fits (strict FIFO: the first waiter that does not fit stops it). Each grant takes INCR seq as its
+// fence and publishes "<id> <fence> <n>" on the semaphore's channel (fence and n are the last two words,
+// whatever the id holds). A waiter granted keeps its waiter deadline as its lease, which its last renewal
+// set. Ids are chosen by clients and unique, so every call is replayable: the same call again returns the
+// same state. The channel is not a key: the writing functions take it as their first argument, before those
+// listed below; the helpers of semaphore_script pass it.
 //
 // Replies (flat arrays; <fence>, <n>, <position>, <used>, ... are integers):
 //   acquire(id, n, capacity, lease_ms, wait|try)
@@ -147,28 +151,37 @@ end
 --   queued                  the queue's length
 --   expired_holders, expired_waiters   the first entries past their deadlines, within reap_limit
 --   budget                  how many more expired entries the call may remove
---   created                 keys this call creates, to be given an expiry
+--   new_holders, new_waiters   whether the call created holders and hinfo, or queue, wdl and wreq
+-- Every field is set by the constructor, which sizes the table once: a call spends more time in
+-- Lua's allocator than in most of the commands it runs.
 local function open(keys, id)
     local meta = redis.call('HMGET', keys[META], 'capacity', 'used', 'lease')
     local now = now_ms()
+    local now_text = decimal(now)
+    local expired_holders = redis.call('ZRANGEBYSCORE', keys[HOLDERS], '-inf', now_text, 'LIMIT', 0, reap_limit)
+    local budget = reap_limit - #expired_holders
+    local expired_waiters =
+        redis.call('ZRANGEBYSCORE', keys[WAITER_DEADLINES], '-inf', now_text, 'LIMIT', 0, budget)
+    local capacity, used, lease = tonumber(meta[1]), tonumber(meta[2]) or 0, tonumber(meta[3]) or 0
     local s = {
         keys = keys,
         id = id,
         now = now,
-        capacity = tonumber(meta[1]),
-        used = tonumber(meta[2]) or 0,
-        lease = tonumber(meta[3]) or 0,
-        created = {},
+        capacity = capacity,
+        used = used,
+        lease = lease,
+        stored_capacity = capacity,
+        stored_used = used,
+        stored_lease = lease,
+        expired_holders = expired_holders,
+        expired_waiters = expired_waiters,
+        budget = budget - #expired_waiters,
+        holder = redis.call('HGET', keys[HOLDER_INFO], id),
+        queued = redis.call('ZCARD', keys[QUEUE]),
+        request = redis.call('HGET', keys[WAITER_REQUESTS], id),
+        new_holders = false,
+        new_waiters = false,
     }
-    s.stored = {capacity = s.capacity, used = s.used, lease = s.lease}
-    s.expired_holders = redis.call('ZRANGEBYSCORE', keys[HOLDERS], '-inf', decimal(now), 'LIMIT', 0, reap_limit)
-    s.budget = reap_limit - #s.expired_holders
-    s.expired_waiters =
-        redis.call('ZRANGEBYSCORE', keys[WAITER_DEADLINES], '-inf', decimal(now), 'LIMIT', 0, s.budget)
-    s.budget = s.budget - #s.expired_waiters
-    s.holder = redis.call('HGET', keys[HOLDER_INFO], id)
-    s.queued = redis.call('ZCARD', keys[QUEUE])
-    s.request = redis.call('HGET', keys[WAITER_REQUESTS], id)
     redis.call('GET', keys[SEQ])
     return s
 end
@@ -230,13 +243,14 @@ local function grant(s, channel, id, n, deadline)
     local keys = s.keys
     local fence = redis.call('INCR', keys[SEQ])
     if s.used == 0 then
-        s.created[HOLDERS], s.created[HOLDER_INFO] = true, true
+        s.new_holders = true
     end
-    local info = decimal(n) .. ':' .. decimal(fence)
+    local n_text, fence_text = decimal(n), decimal(fence)
+    local info = n_text .. ':' .. fence_text
     redis.call('ZADD', keys[HOLDERS], decimal(deadline), id)
     redis.call('HSET', keys[HOLDER_INFO], id, info)
     s.used = s.used + n
-    redis.call('PUBLISH', channel, id .. ' ' .. decimal(fence) .. ' ' .. decimal(n))
+    redis.call('PUBLISH', channel, id .. ' ' .. fence_text .. ' ' .. n_text)
     if id == s.id then
         s.holder = info
     end
@@ -246,7 +260,7 @@ end
 local function enqueue(s, n, deadline)
     local keys = s.keys
     if s.queued == 0 then
-        s.created[QUEUE], s.created[WAITER_DEADLINES], s.created[WAITER_REQUESTS] = true, true, true
+        s.new_waiters = true
     end
     redis.call('ZADD', keys[QUEUE], decimal(redis.call('INCR', keys[SEQ])), s.id)
     redis.call('ZADD', keys[WAITER_DEADLINES], decimal(deadline), s.id)
@@ -287,10 +301,8 @@ local function state(s)
     if n then
         return {'granted', fence, n}
     end
-    if s.request then
-        return {'queued', redis.call('ZRANK', s.keys[QUEUE], s.id) + 1}
-    end
-    return nil
+    local rank = s.request and redis.call('ZRANK', s.keys[QUEUE], s.id)
+    return rank and {'queued', rank + 1}
 end
 
 local function note_lease(s, lease)
@@ -304,22 +316,22 @@ local function declare(s, capacity, lease)
     note_lease(s, lease)
 end
 
--- Writes back meta's fields that changed, then keeps every key but seq alive beyond every live
--- deadline, while an idle semaphore disappears. All of them expire together, with meta: when meta
--- expires sooner than the longest lease plus idle_margin_ms from now, every key is given twice the
--- longest lease plus idle_margin_ms; otherwise only the keys this call created are given meta's
--- expiry. So the keys outlive any deadline set now by at least idle_margin_ms, and a call mostly
--- refreshes no expiry at all.
+-- Writes back meta's fields that changed (mostly used alone), then keeps every key but seq alive
+-- beyond every live deadline, while an idle semaphore disappears. All of them expire with meta:
+-- when meta expires sooner than the longest lease plus idle_margin_ms from now, every key is given
+-- twice the longest lease plus idle_margin_ms; otherwise only the keys this call created are given
+-- meta's expiry. So the keys outlive any deadline set now by at least idle_margin_ms, and most
+-- calls refresh no expiry at all.
 local function close(s)
-    local keys, fields = s.keys, {}
-    for _, field in ipairs({'capacity', 'used', 'lease'}) do
-        if s[field] ~= s.stored[field] then
-            fields[#fields + 1] = field
-            fields[#fields + 1] = decimal(s[field])
+    local keys = s.keys
+    if s.capacity ~= s.stored_capacity or s.lease ~= s.stored_lease then
+        local fields = {'used', decimal(s.used), 'lease', decimal(s.lease)}
+        if s.capacity then
+            fields[5], fields[6] = 'capacity', decimal(s.capacity)
         end
-    end
-    if #fields > 0 then
         redis.call('HSET', keys[META], unpack(fields))
+    elseif s.used ~= s.stored_used then
+        redis.call('HSET', keys[META], 'used', decimal(s.used))
     end
     if s.lease == 0 then
         return
@@ -330,10 +342,17 @@ local function close(s)
         for key = META, WAITER_REQUESTS do
             redis.call('PEXPIREAT', keys[key], at)
         end
-    else
-        for key in pairs(s.created) do
-            redis.call('PEXPIREAT', keys[key], decimal(expiry))
-        end
+        return
+    end
+    local at = decimal(expiry)
+    if s.new_holders then
+        redis.call('PEXPIREAT', keys[HOLDERS], at)
+        redis.call('PEXPIREAT', keys[HOLDER_INFO], at)
+    end
+    if s.new_waiters then
+        redis.call('PEXPIREAT', keys[QUEUE], at)
+        redis.call('PEXPIREAT', keys[WAITER_DEADLINES], at)
+        redis.call('PEXPIREAT', keys[WAITER_REQUESTS], at)
     end
 end
 
@@ -423,9 +442,7 @@ local function status(keys, args)
             return {'granted', fence, n}
         end
         local rank = redis.call('ZRANK', keys[QUEUE], id)
-        if rank then
-            return {'queued', rank + 1}
-        end
+        return rank and {'queued', rank + 1}
     end
     return {'lost'}
 end
