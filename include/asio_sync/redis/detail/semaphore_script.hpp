@@ -213,6 +213,12 @@ local function remove_waiter(s, id)
     end
 end
 
+-- Whether the caller's deadline in the zset deadlines (holders or wdl) has passed.
+local function caller_expired(s, deadlines)
+    local deadline = redis.call('ZSCORE', s.keys[deadlines], s.id)
+    return deadline and tonumber(deadline) <= s.now
+end
+
 -- Removes the expired entries open found, holders first (they free permits); then the caller's
 -- own entry, if expired, whatever the reaping reached: an expired lease is never renewed, released
 -- or replayed.
@@ -223,17 +229,11 @@ local function begin(s)
     for _, id in ipairs(s.expired_waiters) do
         remove_waiter(s, id)
     end
-    if s.holder then
-        local deadline = redis.call('ZSCORE', s.keys[HOLDERS], s.id)
-        if deadline and tonumber(deadline) <= s.now then
-            remove_holder(s, s.id)
-        end
+    if s.holder and caller_expired(s, HOLDERS) then
+        remove_holder(s, s.id)
     end
-    if s.request then
-        local deadline = redis.call('ZSCORE', s.keys[WAITER_DEADLINES], s.id)
-        if deadline and tonumber(deadline) <= s.now then
-            remove_waiter(s, s.id)
-        end
+    if s.request and caller_expired(s, WAITER_DEADLINES) then
+        remove_waiter(s, s.id)
     end
 end
 
