@@ -10,7 +10,8 @@ Reads every Google Benchmark JSON file (cpp-*.json) and every Tokio JSON file (t
 the results folder, pools the repetitions of all rounds per benchmark, and writes the median and
 minimum ns/op of every implementation in every scenario, the ratio of ours to each peer, the
 targets met or missed, and the allocation counters: as Markdown (to stdout and a file) and as a
-grouped bar chart drawn by gnuplot.
+grouped bar chart drawn by gnuplot. With --section redis it writes only the section of the
+fleet-wide semaphore (bench/redis.cpp) into an existing report, in place of the previous one.
 """
 
 import argparse
@@ -169,6 +170,21 @@ ALLOCATION_BENCHMARKS = [
     ("mutex async_lock that waits, inside run()", "BM_mutex_lock_wait_in_run"),
     ("shared_mutex async_lock_shared that waits", "BM_shared_mutex_lock_shared_wait"),
     ("shared_mutex async_lock that waits", "BM_shared_mutex_lock_wait"),
+]
+
+REDIS_TITLE = "Fleet-wide semaphore (Redis)"
+REDIS_PING = "BM_redis_ping/real_time"
+# (label, benchmark, what one operation is, its rate's name)
+REDIS_ROWS = [
+    ("bare PING round trip (the floor)", REDIS_PING, "PINGs/s"),
+    ("uncontended async_acquire_permit(1) + async_release, one connection",
+     "BM_redis_acquire_release/real_time", "pairs/s"),
+    ("throughput, 1 process, capacity 4", "BM_redis_fleet_throughput/processes:1/iterations:2000/real_time",
+     "pairs/s in total"),
+    ("throughput, 4 processes, capacity 4", "BM_redis_fleet_throughput/processes:4/iterations:2000/real_time",
+     "pairs/s in total"),
+    ("hand-off: 200 waiters queued behind a held permit, capacity 1", "BM_redis_handoff/real_time",
+     "waiters woken/s"),
 ]
 
 TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -350,6 +366,51 @@ def drain_memory_table(measurements):
     return lines
 
 
+def redis_section(measurements, preamble):
+    """The Markdown section of bench/redis.cpp, `preamble` (lines) after its title."""
+    ping = measurements.get(("cpp", REDIS_PING), Measurement()).median()
+    lines = [f"## {REDIS_TITLE}", "", *preamble, "",
+             "Each operation is timed in chains on a running io_context against a redis-server on loopback "
+             "that the benchmark starts; the floor is a bare `PING` on the same connection in the same run. "
+             "Commands per operation are those the client sent, counted by Redis in an untimed pass (its slow "
+             "log at threshold 0, leaving out the commands run inside scripts), with the time Redis spent "
+             "executing them (a script's including the commands it runs). Throughput: forked processes, "
+             "each with its own connection, one acquire + release chain each, wall time of the whole fleet "
+             "divided by all their operations. Hand-off: each waiter releases as soon as it is served, so an "
+             "operation is one release followed by the grant to the next waiter.",
+             "",
+             "| measurement | median µs/op | min µs/op | rate (median) | / PING (median) | commands sent per op | "
+             "µs executing them in Redis per op |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for label, name, rate_name in REDIS_ROWS:
+        m = measurements.get(("cpp", name), Measurement(error="not run"))
+        median = m.median()
+        if median is None:
+            lines.append(f"| {label} | failed: {m.error} | | | | | |")
+            continue
+        cost = [m.counter(name) for name in ("commands_per_op", "server_us_per_op")]
+        cost_cells = " | ".join("" if value is None else f"{value:.2f}" for value in cost)
+        lines.append(f"| {label} | {median / 1e3:.1f} | {m.minimum() / 1e3:.1f} | {1e9 / median:,.0f} {rate_name} | "
+                     f"{ratio_text(median, ping)} | {cost_cells} |")
+    one, four = (measurements.get(("cpp", REDIS_ROWS[i][1]), Measurement()).median() for i in (2, 3))
+    if one is not None and four is not None:
+        lines += ["", f"Total throughput of 4 processes / 1 process: {one / four:.2f}."]
+    return lines
+
+
+def splice_section(path, section):
+    """Replaces the section titled like `section` in the report at `path`, or appends it."""
+    with open(path) as f:
+        lines = f.read().rstrip("\n").split("\n")
+    start = next((i for i, line in enumerate(lines) if line == section[0]), None)
+    if start is None:
+        lines += [""] + section
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        lines[start:end] = section + ([""] if end < len(lines) else [])
+    return "\n".join(lines) + "\n"
+
+
 def write_chart(measurements, path):
     """Grouped bars, one group per scenario and one bar per kind of implementation, log scale."""
     data_path = path + ".dat"
@@ -390,13 +451,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--results", required=True, help="folder holding cpp-*.json and tokio-*.json")
     parser.add_argument("--markdown", required=True, help="the Markdown report to write")
-    parser.add_argument("--chart", required=True, help="the PNG chart to write")
-    parser.add_argument("--header", required=True, help="a Markdown file put at the top of the report")
+    parser.add_argument("--chart", help="the PNG chart to write (not with --section)")
+    parser.add_argument("--header", required=True,
+                        help="a Markdown file put at the top of the report (with --section: of the section)")
+    parser.add_argument("--section", choices=["redis"],
+                        help="write only this section into the existing report, in place of the previous one")
     args = parser.parse_args()
+    if args.section is None and args.chart is None:
+        parser.error("--chart is needed unless --section is given")
 
     measurements = load_measurements(args.results)
     with open(args.header) as f:
         header = f.read().rstrip("\n").split("\n")
+    if args.section == "redis":
+        text = splice_section(args.markdown, redis_section(measurements, header))
+        with open(args.markdown, "w") as f:
+            f.write(text)
+        sys.stdout.write(text)
+        return
     chart_link = os.path.basename(args.chart)
     report = header + [
         "",
@@ -436,6 +508,8 @@ def main():
         *allocation_table(measurements),
         "",
     ]
+    if ("cpp", REDIS_PING) in measurements:  # bench_redis is built only where asio_sync::redis is
+        report += [*redis_section(measurements, ["Measured in this run, by bench/redis.cpp."]), ""]
     text = "\n".join(report)
     with open(args.markdown, "w") as f:
         f.write(text)

@@ -14,6 +14,7 @@
 
 #include "support/counting_allocator.hpp"
 #include "support/handler.hpp"
+#include "support/redis_client.hpp"
 #include "support/redis_printing.hpp"
 #include "support/redis_server.hpp"
 #include "support/tcp_proxy.hpp"
@@ -55,8 +56,11 @@ namespace {
 
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
+using asio_sync::test::is_ready;
+using asio_sync::test::options_for;
 using asio_sync::test::redis_server;
 using asio_sync::test::tcp_proxy;
+using asio_sync::test::wait;
 using namespace std::chrono_literals;
 
 // Bounds every wait, so that a bug fails the test instead of hanging it; no outcome depends on it.
@@ -67,16 +71,6 @@ struct result
     boost::system::error_code ec;
     redis::reply reply;
 };
-
-// Options for a test server: short reconnect delays, so that recoveries are quick.
-redis::connection_options options_for(std::uint16_t port)
-{
-    redis::connection_options options;
-    options.port = port;
-    options.reconnect_delay_min = 1ms;
-    options.reconnect_delay_max = 50ms;
-    return options;
-}
 
 // An io_context run by one thread for the whole test. The connections of a test are declared
 // after it, so they are destroyed (closed) before the thread is stopped.
@@ -100,19 +94,6 @@ private:
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     std::thread thread_;
 };
-
-template <class T>
-T wait(std::future<T>& f)
-{
-    BOOST_REQUIRE_MESSAGE(f.wait_for(limit) == std::future_status::ready, "no completion within the limit");
-    return f.get();
-}
-
-template <class T>
-bool is_ready(std::future<T>& f)
-{
-    return f.wait_for(0s) == std::future_status::ready;
-}
 
 // A handler that hands the completion to a future.
 class to_future

@@ -112,6 +112,9 @@ struct semaphore_fixture
         return state;
     }
 
+    // The key's PEXPIRETIME: -1 without an expiry, -2 when it does not exist.
+    long long expiry_ms(semaphore_key key) { return std::stoll(command({"PEXPIRETIME", jobs.key(key)})); }
+
     long long server_ms()
     {
         const redis_server::reply time = client.execute({"TIME"});
@@ -619,6 +622,50 @@ BOOST_FIXTURE_TEST_CASE(keys_expire_well_beyond_the_longest_lease_and_seq_never,
     BOOST_TEST(acquire("d", 1, 1s) == "queued\n1");
     BOOST_TEST(shortest_ttl() > 2 * 100'000);
     BOOST_TEST(check() == "ok\n3\n3\n1");
+}
+
+BOOST_FIXTURE_TEST_CASE(keys_a_later_call_creates_expire_with_meta, semaphore_fixture)
+{
+    capacity = 1;
+    BOOST_TEST(acquire("a", 1) == "granted\n1\n1");
+    BOOST_TEST(release("a") == "released\n1");
+    BOOST_TEST(expiry_ms(semaphore_key::holders) == -2); // emptied, so deleted
+    outlive(1ms);
+    BOOST_TEST(acquire("b", 1) == "granted\n2\n1"); // creates holders and hinfo again
+    BOOST_TEST(acquire("c", 1) == "queued\n1");     // creates queue, wdl and wreq
+    const long long meta = expiry_ms(semaphore_key::meta);
+    BOOST_TEST(meta > 0);
+    for (const semaphore_key key : {semaphore_key::holders, semaphore_key::holder_info, semaphore_key::queue,
+                                    semaphore_key::waiter_deadlines, semaphore_key::waiter_requests})
+        BOOST_TEST(expiry_ms(key) == meta);
+    BOOST_TEST(check() == "ok\n1\n1\n1");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_call_pushes_the_expiries_back_only_once_they_come_within_a_lease_and_a_minute,
+                        semaphore_fixture)
+{
+    constexpr long long lease_ms = 1000;
+    constexpr long long margin_ms = 60'000; // the minute of the library
+    BOOST_TEST(acquire("a", 1, 1s) == "granted\n1\n1");
+    BOOST_TEST(acquire("b", 2, 1s) == "granted\n2\n2");
+    BOOST_TEST(acquire("c", 1, 1s) == "queued\n1"); // every key but seq exists, with meta's expiry
+    const long long first = expiry_ms(semaphore_key::meta);
+
+    // Far from expiring: a call leaves the expiries as they are.
+    outlive(1ms);
+    BOOST_TEST(renew("a", 1s) == "granted\n1\n1");
+    BOOST_TEST(expiry_ms(semaphore_key::meta) == first);
+
+    // Within a lease and a minute of expiring: the next writing call pushes every key back.
+    for (const std::string& key : jobs.keys())
+        if (key != jobs.key(semaphore_key::seq))
+            command({"PEXPIRE", key, std::to_string(lease_ms + margin_ms - 1000)});
+    const long long before = server_ms();
+    BOOST_TEST(renew("a", 1s) == "granted\n1\n1");
+    for (const std::string& key : jobs.keys())
+        if (key != jobs.key(semaphore_key::seq))
+            BOOST_TEST(std::stoll(command({"PEXPIRETIME", key})) >= before + 2 * lease_ms + margin_ms, key);
+    BOOST_TEST(check() == "ok\n3\n2\n1");
 }
 
 BOOST_FIXTURE_TEST_CASE(check_reports_each_broken_invariant, semaphore_fixture)

@@ -8,7 +8,8 @@
 
 // A TCP proxy on a free loopback port in front of a server on another loopback port, running on
 // a thread of its own, for fault tests. Each connection it accepts is relayed to the server or
-// misbehaves, in the mode its rank was given at construction.
+// misbehaves, in the mode its rank was given at construction. The relayed connections can also be
+// held (what the clients send waits in the proxy), made to lose the server's replies, and cut.
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/connect.hpp>
@@ -16,10 +17,13 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 
+#include <boost/asio/post.hpp>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -61,14 +65,73 @@ public:
     // How many connections have been accepted so far.
     std::size_t accepted() const { return accepted_.load(); }
 
+    // From now until `release`, what the clients send stays in the proxy: the server hears nothing
+    // from them, as if they had stalled.
+    void hold()
+    {
+        on_proxy_thread([this] { holding_ = true; });
+    }
+
+    // Sends on what was held, and relays again.
+    void release()
+    {
+        on_proxy_thread([this] {
+            holding_ = false;
+            for (const auto& p : held_)
+                p->forward(p->held);
+            held_.clear();
+        });
+    }
+
+    // From now until `cut`, the server's replies on the relayed connections are read and dropped:
+    // the server runs the commands, and the clients never learn of it.
+    void drop_replies()
+    {
+        on_proxy_thread([this] { dropping_ = true; });
+    }
+
+    // Closes every connection relayed so far, and relays the later ones normally.
+    void cut()
+    {
+        on_proxy_thread([this] {
+            for (const auto& weak : relayed_)
+                if (const auto socket = weak.lock())
+                {
+                    boost::system::error_code ignored;
+                    socket->close(ignored);
+                }
+            relayed_.clear();
+            dropping_ = false;
+        });
+    }
+
 private:
     using tcp = boost::asio::ip::tcp;
 
-    // Copies what one socket receives to another, until either fails; then closes both.
+    template <class Function>
+    void on_proxy_thread(Function f)
+    {
+        std::promise<void> done;
+        boost::asio::post(io_, [&] {
+            f();
+            done.set_value();
+        });
+        done.get_future().wait();
+    }
+
+    // Copies what one socket receives to another, until either fails; then closes both. Runs on
+    // the proxy's thread, which alone reads the proxy's flags.
     struct pipe : std::enable_shared_from_this<pipe>
     {
-        pipe(std::shared_ptr<tcp::socket> source, std::shared_ptr<tcp::socket> sink)
-            : from(std::move(source)), to(std::move(sink))
+        enum class direction
+        {
+            to_server,
+            to_client,
+        };
+
+        pipe(tcp_proxy& owner_, direction way_, std::shared_ptr<tcp::socket> source,
+             std::shared_ptr<tcp::socket> sink)
+            : owner(owner_), way(way_), from(std::move(source)), to(std::move(sink))
         {
         }
 
@@ -78,13 +141,26 @@ private:
                                   [self = shared_from_this()](auto ec, std::size_t n) {
                                       if (ec)
                                           return self->close();
-                                      boost::asio::async_write(*self->to, boost::asio::buffer(self->data, n),
-                                                               [self](auto ec2, std::size_t) {
-                                                                   if (ec2)
-                                                                       return self->close();
-                                                                   self->run();
-                                                               });
+                                      if (self->way == direction::to_client && self->owner.dropping_)
+                                          return self->run();
+                                      if (self->way == direction::to_server && self->owner.holding_)
+                                      {
+                                          self->held = n;
+                                          self->owner.held_.push_back(self);
+                                          return;
+                                      }
+                                      self->forward(n);
                                   });
+        }
+
+        void forward(std::size_t n)
+        {
+            boost::asio::async_write(*to, boost::asio::buffer(data, n),
+                                     [self = shared_from_this()](auto ec, std::size_t) {
+                                         if (ec)
+                                             return self->close();
+                                         self->run();
+                                     });
         }
 
         void close()
@@ -94,9 +170,12 @@ private:
             to->close(ignored);
         }
 
+        tcp_proxy& owner;
+        const direction way;
         std::shared_ptr<tcp::socket> from;
         std::shared_ptr<tcp::socket> to;
         std::array<char, 16 * 1024> data{};
+        std::size_t held = 0; // bytes of `data` waiting for release()
     };
 
     void accept()
@@ -118,11 +197,13 @@ private:
         case mode::forward:
         {
             auto server = std::make_shared<tcp::socket>(io_);
-            server->async_connect(target_, [client, server](boost::system::error_code ec) {
+            server->async_connect(target_, [this, client, server](boost::system::error_code ec) {
                 if (ec)
                     return;
-                std::make_shared<pipe>(client, server)->run();
-                std::make_shared<pipe>(server, client)->run();
+                relayed_.push_back(client);
+                relayed_.push_back(server);
+                std::make_shared<pipe>(*this, pipe::direction::to_server, client, server)->run();
+                std::make_shared<pipe>(*this, pipe::direction::to_client, server, client)->run();
             });
             break;
         }
@@ -160,6 +241,11 @@ private:
     const std::vector<mode> first_;
     const mode others_;
     std::atomic<std::size_t> accepted_{0};
+    // Used on the proxy's thread only.
+    bool holding_ = false;
+    bool dropping_ = false;
+    std::vector<std::shared_ptr<pipe>> held_;
+    std::vector<std::weak_ptr<tcp::socket>> relayed_;
     std::thread thread_;
 };
 

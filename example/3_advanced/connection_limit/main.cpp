@@ -19,9 +19,20 @@
 //
 // The same process runs a crowd of loopback clients, each with its own patience: a client that
 // has waited longer than that for its reply hangs up and, after a pause, tries again.
+//
+// With --redis the K permits are those of an asio_sync::redis::semaphore, shared by every process
+// that opens the same name on that server: several of these programs then serve at most K
+// sessions at once between them (scripts/fleet-demo runs three).
 
 #include <asio_sync/gate.hpp>
 #include <asio_sync/semaphore.hpp>
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+#include <asio_sync/redis/semaphore.hpp>
+
+#include <boost/asio/executor_work_guard.hpp>
+
+#include <fstream>
+#endif
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -88,10 +99,16 @@ struct options
     std::size_t k = 4;
     std::size_t clients = 64;
     milliseconds duration = 3000ms;
+    std::string redis_host; // empty: the permits are local to this process
+    std::uint16_t redis_port = 0;
+    std::string name = "connection_limit";
+    milliseconds lease = 2000ms;
+    std::string log_path;
 };
 
 constexpr const char usage[] =
-    "usage: connection_limit [--k N] [--clients N] [--duration SECONDS] [--help]\n"
+    "usage: connection_limit [--k N] [--clients N] [--duration SECONDS]\n"
+    "                        [--redis HOST:PORT [--name NAME] [--lease MS] [--log FILE]] [--help]\n"
     "\n"
     "Runs a TCP server on 127.0.0.1 that accepts every connection but serves at most K at once,\n"
     "and a crowd of loopback clients against it, some of which lose patience while queued. After\n"
@@ -100,6 +117,12 @@ constexpr const char usage[] =
     "  --k N               sessions served at once (default 4)\n"
     "  --clients N         clients in the crowd, 1 to 400 (default 64)\n"
     "  --duration SECONDS  how long the server runs before shutting down (default 3)\n"
+    "  --redis HOST:PORT   take the K permits from a semaphore in this Redis server, shared by\n"
+    "                      every process that uses the same name there\n"
+    "  --name NAME         the semaphore's name in Redis (default connection_limit)\n"
+    "  --lease MS          the lease of a fleet permit, in milliseconds (default 2000)\n"
+    "  --log FILE          write one line per fleet permit held: the steady-clock nanoseconds of\n"
+    "                      its grant and of its end, the nanoseconds waited, its fencing token\n"
     "  --help              show this text\n";
 
 std::optional<std::size_t> parse_count(const char* text, std::size_t min, std::size_t max)
@@ -120,6 +143,43 @@ std::optional<milliseconds> parse_seconds(const char* text)
     if (end == text || *end != '\0' || errno != 0 || !(value > 0.0) || value > 3600.0)
         return std::nullopt;
     return milliseconds(static_cast<long long>(std::llround(value * 1000.0)));
+}
+
+bool is_fleet_option(std::string_view arg)
+{
+    return arg == "--redis" || arg == "--name" || arg == "--lease" || arg == "--log";
+}
+
+// Parses one of the options of is_fleet_option into `result`; false if `value` is bad.
+bool parse_fleet_option(std::string_view arg, std::string_view value, options& result)
+{
+    if (arg == "--redis")
+    {
+        // HOST:PORT, or [IPv6]:PORT
+        const std::size_t colon = value.rfind(':');
+        if (colon == std::string_view::npos || colon == 0)
+            return false;
+        std::string_view host = value.substr(0, colon);
+        if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+            host = host.substr(1, host.size() - 2);
+        const auto port = parse_count(std::string(value.substr(colon + 1)).c_str(), 1, 65535);
+        result.redis_host = host;
+        result.redis_port = static_cast<std::uint16_t>(port.value_or(0));
+        return port.has_value();
+    }
+    if (arg == "--name")
+    {
+        result.name = value;
+        return !value.empty();
+    }
+    if (arg == "--lease")
+    {
+        const auto lease = parse_count(std::string(value).c_str(), 10, 3600000);
+        result.lease = milliseconds(lease.value_or(0));
+        return lease.has_value();
+    }
+    result.log_path = value; // --log
+    return !value.empty();
 }
 
 // Returns the options, or the exit code when the program should stop here.
@@ -154,6 +214,10 @@ std::variant<options, int> parse_options(int argc, char** argv)
             valid = duration.has_value();
             result.duration = duration.value_or(0ms);
         }
+        else if (valid && is_fleet_option(arg))
+        {
+            valid = parse_fleet_option(arg, value, result);
+        }
         else
         {
             valid = false;
@@ -165,6 +229,14 @@ std::variant<options, int> parse_options(int argc, char** argv)
             return 2;
         }
     }
+#if !defined(ASIO_SYNC_EXAMPLE_REDIS)
+    if (!result.redis_host.empty())
+    {
+        std::fputs("connection_limit: built without asio_sync::redis (hiredis was not found): no --redis\n",
+                   stderr);
+        return 2;
+    }
+#endif
     return result;
 }
 
@@ -315,10 +387,136 @@ void watch_client(tcp::socket& socket, std::shared_ptr<client_watch> watch)
     });
 }
 
+class fleet_limit;
+
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+
+// One fleet permit held by a session, as --log writes it. Times are steady_clock, which is
+// CLOCK_MONOTONIC on Linux: one clock for every process on the machine.
+struct fleet_hold
+{
+    std::int64_t granted_ns;
+    std::int64_t ended_ns;
+    std::int64_t waited_ns; // from the request to the grant
+    std::uint64_t fencing_token;
+};
+
+// With --redis: the K permits live in Redis, shared by every process that opens the same name.
+// The link to Redis has an io_context and a thread of its own, so that the sessions' io_context
+// still runs out of work, and run() returns, once the last session has ended.
+class fleet_limit
+{
+public:
+    fleet_limit(const options& opts, asio::io_context::executor_type sessions_executor)
+        : sessions_executor_(sessions_executor), connection_(redis_ctx_, connection_options_for(opts)),
+          semaphore_(std::in_place, connection_, opts.name, opts.k, opts.lease),
+          thread_([this] { redis_ctx_.run(); })
+    {
+    }
+
+    fleet_limit(const fleet_limit&) = delete;
+    fleet_limit& operator=(const fleet_limit&) = delete;
+
+    ~fleet_limit() { stop(); }
+
+    asio_sync::redis::semaphore& semaphore() { return *semaphore_; }
+
+    // Closes the link. Called once the sessions' io_context has returned: every permit is then
+    // back in Redis, since each release keeps that context busy until Redis has answered it.
+    void stop()
+    {
+        if (!thread_.joinable())
+            return;
+        semaphore_.reset();
+        connection_.close();
+        redis_work_.reset();
+        thread_.join();
+    }
+
+    // Gives `permit` back, and notes how the session held it.
+    void release(asio_sync::redis::semaphore::permit& permit, const fleet_hold& hold)
+    {
+        {
+            std::lock_guard lock(mutex_);
+            holds_.push_back(hold);
+        }
+        permit.async_release([this, work = asio::make_work_guard(sessions_executor_)](error_code ec) {
+            if (ec == asio_sync::redis::error::lease_lost)
+                leases_lost_.fetch_add(1);
+        });
+    }
+
+    std::size_t leases_lost() const { return leases_lost_.load(); }
+
+    bool write_log(const std::string& path)
+    {
+        std::ofstream log(path);
+        std::lock_guard lock(mutex_);
+        for (const fleet_hold& hold : holds_)
+            log << hold.granted_ns << ' ' << hold.ended_ns << ' ' << hold.waited_ns << ' '
+                << hold.fencing_token << '\n';
+        return static_cast<bool>(log.flush());
+    }
+
+private:
+    static asio_sync::redis::connection_options connection_options_for(const options& opts)
+    {
+        asio_sync::redis::connection_options result;
+        result.host = opts.redis_host;
+        result.port = opts.redis_port;
+        return result;
+    }
+
+    asio::io_context::executor_type sessions_executor_;
+    asio::io_context redis_ctx_;
+    asio::executor_work_guard<asio::io_context::executor_type> redis_work_{redis_ctx_.get_executor()};
+    asio_sync::redis::connection connection_;
+    std::optional<asio_sync::redis::semaphore> semaphore_;
+    std::thread thread_;
+    std::atomic<std::size_t> leases_lost_{0};
+    std::mutex mutex_;
+    std::vector<fleet_hold> holds_;
+};
+
+std::int64_t steady_ns(clock_type::time_point t)
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// A session's fleet permit. The interval it logs lies inside the permit's lease in Redis: it
+// starts once the grant has arrived and ends before the release is sent.
+class fleet_turn
+{
+public:
+    fleet_turn(fleet_limit& fleet, asio_sync::redis::semaphore::permit permit,
+               clock_type::time_point queued_at)
+        : fleet_(fleet), permit_(std::move(permit)), queued_at_(queued_at)
+    {
+    }
+
+    fleet_turn(const fleet_turn&) = delete;
+    fleet_turn& operator=(const fleet_turn&) = delete;
+
+    ~fleet_turn()
+    {
+        fleet_.release(permit_, {steady_ns(granted_at_), steady_ns(clock_type::now()),
+                                 steady_ns(granted_at_) - steady_ns(queued_at_), permit_.fencing_token()});
+    }
+
+private:
+    fleet_limit& fleet_;
+    asio_sync::redis::semaphore::permit permit_;
+    clock_type::time_point queued_at_;
+    clock_type::time_point granted_at_ = clock_type::now();
+};
+
+#endif // ASIO_SYNC_EXAMPLE_REDIS
+
 // `in_flight` is the session's entry in the server's gate: it leaves when the coroutine ends, on
 // whichever path.
 awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::gate::guard in_flight,
-                              asio_sync::semaphore& limit, server_stats& stats, milliseconds work_time)
+                              asio_sync::semaphore& limit, fleet_limit* fleet, server_stats& stats,
+                              milliseconds work_time)
 {
     std::string request;
     auto [read_ec, request_size] =
@@ -333,6 +531,28 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
     auto watch = std::make_shared<client_watch>(socket.get_executor());
     watch_client(socket, watch);
     const auto queued_at = clock_type::now();
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+    // With --redis a session first takes its turn in the fleet-wide queue. The local semaphore then
+    // has a permit free for it (no more than K sessions of this process hold fleet permits) and
+    // still turns it away once the server shuts down.
+    std::optional<fleet_turn> turn;
+    if (fleet)
+    {
+        auto [fleet_ec, fleet_permit] = co_await fleet->semaphore().async_acquire_permit(
+            1, asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
+        // Aborted after the shutdown: the closed local semaphore below turns the session away.
+        const bool shut_down = fleet_ec == asio::error::operation_aborted && limit.is_closed();
+        if (fleet_ec == asio::error::operation_aborted && !shut_down)
+        {
+            stats.abandoned.fetch_add(1);
+            co_return;
+        }
+        if (fleet_ec && !shut_down)
+            throw boost::system::system_error(fleet_ec, "fleet-wide acquire");
+        if (!shut_down)
+            turn.emplace(*fleet, std::move(fleet_permit), queued_at);
+    }
+#endif
     auto [acquire_ec] =
         co_await limit.async_acquire(asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
     const auto admitted_at = clock_type::now();
@@ -380,8 +600,8 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
 }
 
 awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::executor_type io_executor,
-                                asio_sync::gate& sessions, asio_sync::semaphore& limit, server_stats& stats,
-                                std::uint64_t seed, std::atomic<bool>& failed)
+                                asio_sync::gate& sessions, asio_sync::semaphore& limit, fleet_limit* fleet,
+                                server_stats& stats, std::uint64_t seed, std::atomic<bool>& failed)
 {
     for (std::uint64_t session_number = 0;; ++session_number)
     {
@@ -404,15 +624,16 @@ awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::execu
         const milliseconds work_time(work_min_ms +
                                      seed_for(seed, session_number) % (work_max_ms - work_min_ms + 1));
         asio::co_spawn(session_executor,
-                       serve_session(std::move(socket), std::move(in_flight), limit, stats, work_time),
+                       serve_session(std::move(socket), std::move(in_flight), limit, fleet, stats, work_time),
                        fail_on_exception{"session", &failed});
     }
 }
 
-awaitable<void> report_progress(clock_type::time_point start, asio_sync::semaphore& limit,
+// With --redis, also the permits held and the waiters queued across the fleet, read from Redis.
+awaitable<void> report_progress(clock_type::time_point start, asio_sync::semaphore& limit, fleet_limit* fleet,
                                 const server_stats& stats)
 {
-    std::printf("  time  active  queued  served  abandoned\n");
+    std::printf("  time  active  queued  served  abandoned%s\n", fleet ? "  fleet-held  fleet-queued" : "");
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (auto next = start + report_interval; !limit.is_closed(); next += report_interval)
     {
@@ -420,14 +641,23 @@ awaitable<void> report_progress(clock_type::time_point start, asio_sync::semapho
         co_await timer.async_wait(as_result);
         if (limit.is_closed())
             break;
-        std::printf("%5.2fs  %6zu  %6zu  %6zu  %9zu\n", seconds_since(start), stats.active.load(),
+        std::printf("%5.2fs  %6zu  %6zu  %6zu  %9zu", seconds_since(start), stats.active.load(),
                     limit.waiting(), stats.served.load(), stats.abandoned.load());
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+        if (fleet)
+        {
+            auto [status_ec, status] = co_await fleet->semaphore().async_status(as_result);
+            if (!status_ec)
+                std::printf("  %10zu  %12zu", status.held, status.queued);
+        }
+#endif
+        std::printf("\n");
     }
 }
 
 awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_point start,
                              tcp::acceptor& acceptor, asio_sync::semaphore& limit, asio_sync::gate& sessions,
-                             server_stats& stats)
+                             fleet_limit* fleet, server_stats& stats)
 {
     asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
     co_await timer.async_wait(as_result);
@@ -435,6 +665,12 @@ awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_p
     acceptor.close(ignored); // later connections are refused
     const std::size_t queued = limit.waiting();
     limit.close(); // queued sessions complete with error::closed; active ones finish their turn
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+    if (fleet)
+        fleet->semaphore().cancel(); // so do the sessions still in the fleet-wide queue
+#else
+    (void)fleet;
+#endif
     std::printf("%5.2fs  shutting down: acceptor closed, semaphore closed with %zu sessions queued\n",
                 seconds_since(start), queued);
 
@@ -532,6 +768,18 @@ int main(int argc, char** argv)
     tcp::acceptor acceptor(server_strand, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
     const tcp::endpoint endpoint = acceptor.local_endpoint();
     const std::uint64_t seed = (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+    fleet_limit* fleet = nullptr;
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+    std::optional<fleet_limit> fleet_storage;
+    if (!opts.redis_host.empty())
+    {
+        fleet = &fleet_storage.emplace(opts, ctx.get_executor());
+        std::printf(
+            "connection_limit: the K permits are the semaphore '%s' in Redis at %s:%u, lease %lld ms\n",
+            opts.name.c_str(), opts.redis_host.c_str(), static_cast<unsigned>(opts.redis_port),
+            static_cast<long long>(opts.lease.count()));
+    }
+#endif
 
     std::printf(
         "connection_limit: server on %s:%u serves at most %zu at once; %zu clients, %.1f s, %u threads\n",
@@ -539,13 +787,14 @@ int main(int argc, char** argv)
         std::chrono::duration<double>(opts.duration).count(), io_threads);
 
     const auto start = clock_type::now();
-    asio::co_spawn(server_strand,
-                   accept_sessions(acceptor, ctx.get_executor(), sessions, limit, server, seed, failed),
-                   fail_on_exception{"accept loop", &failed});
-    asio::co_spawn(server_strand, report_progress(start, limit, server),
+    asio::co_spawn(
+        server_strand,
+        accept_sessions(acceptor, ctx.get_executor(), sessions, limit, fleet, server, seed, failed),
+        fail_on_exception{"accept loop", &failed});
+    asio::co_spawn(server_strand, report_progress(start, limit, fleet, server),
                    fail_on_exception{"report", &failed});
     asio::co_spawn(server_strand,
-                   shut_down_at(start + opts.duration, start, acceptor, limit, sessions, server),
+                   shut_down_at(start + opts.duration, start, acceptor, limit, sessions, fleet, server),
                    fail_on_exception{"shutdown", &failed});
     for (std::size_t client = 0; client < opts.clients; ++client)
     {
@@ -558,6 +807,23 @@ int main(int argc, char** argv)
     ctx.run();
     second_thread.join();
     const double elapsed = seconds_since(start);
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+    if (fleet_storage)
+    {
+        fleet_storage->stop();
+        if (fleet_storage->leases_lost() != 0)
+        {
+            std::fprintf(stderr, "connection_limit: %zu fleet permits lost their lease\n",
+                         fleet_storage->leases_lost());
+            failed.store(true);
+        }
+        if (!opts.log_path.empty() && !fleet_storage->write_log(opts.log_path))
+        {
+            std::fprintf(stderr, "connection_limit: could not write %s\n", opts.log_path.c_str());
+            failed.store(true);
+        }
+    }
+#endif
 
     std::vector<double>& waits = server.wait_ms;
     std::sort(waits.begin(), waits.end());

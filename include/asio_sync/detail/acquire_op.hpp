@@ -91,6 +91,10 @@ public:
 
     allocator_type get_allocator() const noexcept { return get_handler_allocator(handler_); }
 
+    // For an operation whose grant needs what only the finished waiter knows (a remote permit's
+    // id and fence): it fills them in before completing.
+    Grant& grant() noexcept { return grant_; }
+
     // Submits the handler with what the grant of n permits makes of `ec`, through the handler's
     // executor.
     void complete(boost::system::error_code ec, relation how, std::size_t n)

@@ -30,6 +30,8 @@ namespace asio_sync::detail {
 //    cannot be submitted (its executor or allocator throws). It gives back what nothing else owns,
 //    and does nothing for grants whose arguments own the permits: their destructors have already
 //    given them back.
+// A grant whose arguments need per-waiter data (a remote permit's id and fence) receives it from
+// its operation, through acquire_parts::grant(), before the operation completes.
 template <class Grant>
 auto grant_arguments(const Grant& grant, boost::system::error_code ec, std::size_t n)
 {

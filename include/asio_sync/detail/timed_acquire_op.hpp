@@ -23,6 +23,47 @@
 
 namespace asio_sync::detail {
 
+// The wait handler of a timer that lives in its operation: owns a reference to the operation, even
+// if it is destroyed without running (context shutdown), and lets the operation expire if the
+// timer does. Op has `allocator_type`, `alloc_`, `owners_` (an atomic count), `expire()` and
+// `release()`, which frees the operation with its last owner.
+template <class Op>
+class timer_expiry
+{
+public:
+    using allocator_type = typename Op::allocator_type;
+
+    explicit timer_expiry(Op* op) noexcept : op_(op), alloc_(op->alloc_)
+    {
+        op->owners_.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    timer_expiry(timer_expiry&& other) noexcept : op_(std::exchange(other.op_, nullptr)), alloc_(other.alloc_)
+    {
+    }
+    timer_expiry& operator=(timer_expiry&&) = delete;
+
+    ~timer_expiry()
+    {
+        if (op_)
+            op_->release();
+    }
+
+    allocator_type get_allocator() const noexcept { return alloc_; }
+
+    void operator()(boost::system::error_code ec)
+    {
+        Op* op = std::exchange(op_, nullptr);
+        if (!ec)
+            op->expire();
+        op->release();
+    }
+
+private:
+    Op* op_;
+    allocator_type alloc_;
+};
+
 // An acquire with a time limit. Its timer lives in the operation, which therefore has up to three
 // owners: the queue side (completed or destroyed through func_, like any acquire), the initiator
 // until it has started the timer, and the timer's wait handler. The memory goes with the last.
@@ -37,6 +78,7 @@ class timed_acquire_op final : public acquire_op_base
 {
 public:
     using parts_type = acquire_parts<Handler, IoExecutor, Grant>;
+    using allocator_type = typename parts_type::allocator_type;
     using clock_type = std::chrono::steady_clock;
     using timer_type =
         boost::asio::basic_waitable_timer<clock_type, boost::asio::wait_traits<clock_type>, IoExecutor>;
@@ -75,41 +117,8 @@ private:
         finished,
     };
 
-    // The timer's wait handler: owns a reference to the operation, even if it is destroyed
-    // without running (context shutdown).
-    class expiry
-    {
-    public:
-        using allocator_type = typename parts_type::allocator_type;
-
-        explicit expiry(timed_acquire_op* op) noexcept : op_(op), alloc_(op->alloc_)
-        {
-            op->owners_.fetch_add(1, std::memory_order_relaxed);
-        }
-
-        expiry(expiry&& other) noexcept : op_(std::exchange(other.op_, nullptr)), alloc_(other.alloc_) {}
-        expiry& operator=(expiry&&) = delete;
-
-        ~expiry()
-        {
-            if (op_)
-                op_->release();
-        }
-
-        allocator_type get_allocator() const noexcept { return alloc_; }
-
-        void operator()(boost::system::error_code ec)
-        {
-            timed_acquire_op* op = std::exchange(op_, nullptr);
-            if (!ec)
-                op->expire();
-            op->release();
-        }
-
-    private:
-        timed_acquire_op* op_;
-        allocator_type alloc_;
-    };
+    friend class timer_expiry<timed_acquire_op>;
+    using expiry = timer_expiry<timed_acquire_op>;
 
     void start_timer()
     {

@@ -35,7 +35,8 @@ enum class error
 
     /// The server answered the command with an error reply. The reply passed with this code has
     /// kind `reply_kind::error` and carries the server's message, such as `WRONGTYPE ...` or
-    /// `ERR unknown command ...`.
+    /// `ERR unknown command ...`. The fleet-wide semaphore reports the common ones with the more
+    /// precise codes below, and this code for the rest.
     server_error,
 
     /// The server refused the connection's credentials (its `AUTH` failed, `WRONGPASS`), or
@@ -48,6 +49,39 @@ enum class error
     /// with no reply or with more than one (`SUBSCRIBE` and its relatives, `MONITOR`,
     /// `CLIENT REPLY`). Nothing was sent.
     unsupported_command,
+
+    /// A fleet-wide semaphore was opened with another capacity than the one its first user
+    /// declared in Redis. Nothing was changed.
+    capacity_mismatch,
+
+    /// A key of the fleet-wide semaphore holds a value of another type (Redis' `WRONGTYPE`).
+    /// Nothing was changed.
+    wrong_type,
+
+    /// The lease of a permit lapsed before it was renewed (Redis was unreachable for longer than
+    /// the lease, or it no longer knows the permit): other holders may have been granted its
+    /// permits.
+    lease_lost,
+
+    /// The server's access control refused a command of the fleet-wide semaphore (`NOPERM`): the
+    /// connection's user lacks a permission, such as `FCALL` or `FUNCTION LOAD` (see the ACL
+    /// section of docs/cluster.md).
+    no_permission,
+
+    /// The server is a read-only replica (`READONLY`): the fleet-wide semaphore must talk to the
+    /// primary.
+    read_only,
+
+    /// The server reached its `maxmemory` and refused a write (`OOM`).
+    out_of_memory,
+
+    /// A Redis Cluster node answered that another node owns the semaphore's slot (`MOVED` or
+    /// `ASK`). Redirections are not followed: connect to the node that owns the slot.
+    cluster_redirect,
+
+    /// The function library of the fleet-wide semaphore refused a malformed call
+    /// (`ASIO_SYNC_ARGUMENT`), such as a number too large for it.
+    invalid_argument,
 };
 
 namespace detail {
@@ -74,6 +108,22 @@ public:
             return "the server refused the credentials";
         case error::unsupported_command:
             return "the command cannot run on a pipelined connection";
+        case error::capacity_mismatch:
+            return "the semaphore was declared with another capacity";
+        case error::wrong_type:
+            return "a key of the semaphore holds a value of another type";
+        case error::lease_lost:
+            return "the lease of the permit lapsed before it was renewed";
+        case error::no_permission:
+            return "the server's access control refused the command";
+        case error::read_only:
+            return "the server is a read-only replica";
+        case error::out_of_memory:
+            return "the server is out of memory";
+        case error::cluster_redirect:
+            return "another cluster node owns the key's slot";
+        case error::invalid_argument:
+            return "the semaphore's function library refused a malformed call";
         }
         return "unknown asio_sync.redis error";
     }

@@ -139,11 +139,12 @@ public:
     // link is up, it runs at once, and the commands queued after it wait for its reply. A
     // command registered twice runs once. If the server answers it with an error, the commands
     // queued at that moment fail with server_error and that reply, and the link reconnects after
-    // its delay.
-    void add_setup_command(formatted_command command)
+    // its delay; unless `best_effort`: then its error reply is ignored, and whoever depends on it
+    // finds out from their own commands.
+    void add_setup_command(formatted_command command, bool best_effort = false)
     {
-        run([bytes = std::string(command.bytes())](connection_impl& self) mutable {
-            self.add_setup(std::move(bytes));
+        run([bytes = std::string(command.bytes()), best_effort](connection_impl& self) mutable {
+            self.add_setup(std::move(bytes), best_effort);
         });
     }
 
@@ -161,6 +162,23 @@ public:
     void remove_connect_listener(std::uint64_t id)
     {
         run([id](connection_impl& self) { self.connect_listeners_.erase(id); });
+    }
+
+    // Registers a listener called once when the connection is closed, before the commands it
+    // still holds complete, so that what waits on a command's outcome may settle first. Registered
+    // after the close, it is called at once (on the strand).
+    void add_close_listener(std::uint64_t id, event_callback listener)
+    {
+        run([id, listener = std::move(listener)](connection_impl& self) mutable {
+            if (self.closed_)
+                return listener();
+            self.close_listeners_.emplace(id, std::move(listener));
+        });
+    }
+
+    void remove_close_listener(std::uint64_t id)
+    {
+        run([id](connection_impl& self) { self.close_listeners_.erase(id); });
     }
 
 private:
@@ -189,6 +207,7 @@ private:
             command, // a caller's command; `op` is null once it was cancelled (its reply is dropped)
             auth,
             setup,
+            best_effort_setup, // its error reply is ignored
         };
 
         purpose what;
@@ -340,8 +359,8 @@ private:
         {
             if (!select_command_.empty())
                 send_setup(l, select_command_, pending_reply::purpose::setup);
-            for (const std::string& command : setup_commands_)
-                send_setup(l, command, pending_reply::purpose::setup);
+            for (const setup_command& command : setup_commands_)
+                send_setup(l, command.bytes, command.purpose);
         }
         if (l.setup_left == 0)
             return setup_done(l);
@@ -382,16 +401,17 @@ private:
         flush();
     }
 
-    void add_setup(std::string command)
+    void add_setup(std::string command, bool best_effort)
     {
-        if (closed_ ||
-            std::find(setup_commands_.begin(), setup_commands_.end(), command) != setup_commands_.end())
+        if (closed_ || std::any_of(setup_commands_.begin(), setup_commands_.end(),
+                                   [&](const setup_command& c) { return c.bytes == command; }))
             return;
-        setup_commands_.push_back(std::move(command));
+        setup_commands_.push_back({std::move(command), best_effort ? pending_reply::purpose::best_effort_setup
+                                                                   : pending_reply::purpose::setup});
         link& l = command_link_;
         if (l.state == link_state::setting_up || l.state == link_state::ready)
         {
-            send_setup(l, setup_commands_.back(), pending_reply::purpose::setup);
+            send_setup(l, setup_commands_.back().bytes, setup_commands_.back().purpose);
             write(l, l.current);
         }
     }
@@ -507,7 +527,8 @@ private:
             }
             return;
         }
-        if (r.kind == reply_kind::error && !l.setup_error)
+        if (r.kind == reply_kind::error && !l.setup_error &&
+            p.what != pending_reply::purpose::best_effort_setup)
         {
             l.setup_error = p.what == pending_reply::purpose::auth ? error::auth_failed : error_of(r);
             l.setup_reply = std::move(r);
@@ -604,6 +625,8 @@ private:
         if (closed_)
             return;
         closed_ = true;
+        for (const auto& listener : std::exchange(close_listeners_, {}))
+            listener.second();
         for (link* l : {&command_link_, &subscriber_link_})
         {
             l->retry_timer.cancel();
@@ -728,8 +751,15 @@ private:
     link command_link_;
     link subscriber_link_;
     std::deque<command_op_base*> queued_; // commands not yet written, oldest first
-    std::vector<std::string> setup_commands_;
+    struct setup_command
+    {
+        std::string bytes;
+        pending_reply::purpose purpose;
+    };
+
+    std::vector<setup_command> setup_commands_;
     std::map<std::uint64_t, event_callback> connect_listeners_;
+    std::map<std::uint64_t, event_callback> close_listeners_;
     std::map<std::string, channel_state> channels_;
     std::map<std::uint64_t, subscription> subscriptions_;
     std::minstd_rand random_; // the jitter of reconnect delays

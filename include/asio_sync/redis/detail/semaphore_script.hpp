@@ -14,17 +14,21 @@
 //   holders  zset: id -> lease deadline (server ms)        hinfo  hash: id -> "<n>:<fence>"
 //   queue    zset: id -> arrival number                    wdl    zset: id -> waiter deadline
 //   wreq     hash: id -> n                                 seq    counter of arrivals and fences
-// seq never expires, so fencing tokens never go backwards; every other key is given a PEXPIRE of
-// twice the longest lease plus a minute at each writing call, so an idle semaphore disappears.
+// seq never expires, so fencing tokens never go backwards. Every other key expires with meta, at
+// least a minute after the last deadline set and at most twice the longest lease plus a minute
+// after the last writing call, so an idle semaphore disappears: a writing call that finds meta
+// expiring within the longest lease plus a minute pushes every key's expiry to twice the longest
+// lease plus a minute from now, and gives a key it creates meta's expiry.
 //
-// Every writing function reads TIME once, removes at most `reap_limit` expired holders and waiters
-// (plus the caller's own id if it has expired), then serves the queue from its head while the head
-// fits (strict FIFO: the first waiter that does not fit stops it). Each grant takes INCR seq as
-// its fence and publishes "<id> <fence> <n>" on the semaphore's channel (fence and n are the last
-// two words, whatever the id holds). A waiter granted keeps its waiter deadline as its lease,
-// which its last renewal set. Ids are chosen by clients and unique, so every call is replayable:
-// the same call again returns the same state. The channel is not a key: the writing functions take
-// it as their first argument, before those listed below; the helpers of semaphore_script pass it.
+// Every writing function reads TIME and each key once (keeping what it read up to date in Lua, as
+// a command run from Lua costs far more than the Lua around it), removes at most `reap_limit` expired holders
+// and waiters (plus the caller's own id if it has expired), then serves the queue from its head while the
+// head fits (strict FIFO: the first waiter that does not fit stops it). Each grant takes INCR seq as its
+// fence and publishes "<id> <fence> <n>" on the semaphore's channel (fence and n are the last two words,
+// whatever the id holds). A waiter granted keeps its waiter deadline as its lease, which its last renewal
+// set. Ids are chosen by clients and unique, so every call is replayable: the same call again returns the
+// same state. The channel is not a key: the writing functions take it as their first argument, before those
+// listed below; the helpers of semaphore_script pass it.
 //
 // Replies (flat arrays; <fence>, <n>, <position>, <used>, ... are integers):
 //   acquire(id, n, capacity, lease_ms, wait|try)
@@ -37,6 +41,8 @@
 //   status(id)           granted <fence> <n> | queued <position> | lost. Read-only (FCALL_RO): an
 //       entry whose deadline has passed says lost before a writing call removes it, and a waiter
 //       that a writing call would serve still says queued.
+//   usage()              usage <capacity> <held> <queued>: the declared capacity (0 if none yet),
+//       the permits held and the waiters queued under live leases. Read-only (FCALL_RO).
 //   check()              ok <used> <holders> <queued>, or the error ASIO_SYNC_INVARIANT <what>.
 //       Read-only: used is the sum of the holders' n and at most the capacity, holder and waiter
 //       tables agree, fences and arrivals are unique and at most seq, the queue's head does not
@@ -91,8 +97,8 @@ local function argument_error(what)
     return redis.error_reply('ASIO_SYNC_ARGUMENT ' .. what)
 end
 
--- Reads every key with a command of its type before anything is written: a key of another type
--- fails the call with Redis' own WRONGTYPE error and changes nothing.
+-- Reads every key with a command of its type: a key of another type fails the call with Redis' own
+-- WRONGTYPE error. The read-only functions probe; the writing ones open.
 local function probe(keys)
     redis.call('HGET', keys[META], 'capacity')
     redis.call('ZCARD', keys[HOLDERS])
@@ -103,8 +109,8 @@ local function probe(keys)
     redis.call('GET', keys[SEQ])
 end
 
--- Registers a function that first checks the counts of keys and arguments, refuses an empty
--- argument, and probes the keys' types.
+-- Registers a function that first checks the counts of keys and arguments and refuses an empty
+-- argument.
 local function register(name, arg_count, body, flags)
     local function checked(keys, args)
         if #keys ~= key_count then
@@ -118,7 +124,6 @@ local function register(name, arg_count, body, flags)
                 return argument_error('empty argument')
             end
         end
-        probe(keys)
         return body(keys, args)
     end
     redis.register_function{function_name = 'asio_sync_v1_' .. name, callback = checked, flags = flags}
@@ -130,9 +135,8 @@ local function now_ms()
     return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
--- n and fence of a holder, or nil.
-local function holder_info(keys, id)
-    local info = redis.call('HGET', keys[HOLDER_INFO], id)
+-- n and fence of a holder from its hinfo entry, or nil.
+local function parse_holder_info(info)
     if not info then
         return nil
     end
@@ -140,139 +144,223 @@ local function holder_info(keys, id)
     return tonumber(n), tonumber(fence)
 end
 
-local function remove_holder(keys, id)
-    local n = holder_info(keys, id)
+-- The state a writing call works on, read before anything is written with one command of its type
+-- per key (so that a key of another type fails the call with WRONGTYPE and changes nothing), each
+-- read one the call needs. The call then keeps it up to date instead of reading keys again:
+--   capacity, used, lease   meta's fields (used and lease 0 when absent), written back by close
+--   holder                  the caller's hinfo entry, or false
+--   request                 the caller's wreq entry (its n while it waits), or false
+--   queued                  the queue's length
+--   expired_holders, expired_waiters   the first entries past their deadlines, within reap_limit
+--   budget                  how many more expired entries the call may remove
+--   new_holders, new_waiters   whether the call created holders and hinfo, or queue, wdl and wreq
+-- Every field is set by the constructor, which sizes the table once: a call spends more time in
+-- Lua's allocator than in most of the commands it runs.
+local function open(keys, id)
+    local meta = redis.call('HMGET', keys[META], 'capacity', 'used', 'lease')
+    local now = now_ms()
+    local now_text = decimal(now)
+    local expired_holders = redis.call('ZRANGEBYSCORE', keys[HOLDERS], '-inf', now_text, 'LIMIT', 0, reap_limit)
+    local budget = reap_limit - #expired_holders
+    local expired_waiters =
+        redis.call('ZRANGEBYSCORE', keys[WAITER_DEADLINES], '-inf', now_text, 'LIMIT', 0, budget)
+    local capacity, used, lease = tonumber(meta[1]), tonumber(meta[2]) or 0, tonumber(meta[3]) or 0
+    local s = {
+        keys = keys,
+        id = id,
+        now = now,
+        capacity = capacity,
+        used = used,
+        lease = lease,
+        stored_capacity = capacity,
+        stored_used = used,
+        stored_lease = lease,
+        expired_holders = expired_holders,
+        expired_waiters = expired_waiters,
+        budget = budget - #expired_waiters,
+        holder = redis.call('HGET', keys[HOLDER_INFO], id),
+        queued = redis.call('ZCARD', keys[QUEUE]),
+        request = redis.call('HGET', keys[WAITER_REQUESTS], id),
+        new_holders = false,
+        new_waiters = false,
+    }
+    redis.call('GET', keys[SEQ])
+    return s
+end
+
+local function remove_holder(s, id)
+    local info = s.holder
+    if id ~= s.id then
+        info = redis.call('HGET', s.keys[HOLDER_INFO], id)
+    end
+    local n = parse_holder_info(info)
     if not n then
         return nil
     end
-    redis.call('ZREM', keys[HOLDERS], id)
-    redis.call('HDEL', keys[HOLDER_INFO], id)
-    redis.call('HINCRBY', keys[META], 'used', -n)
+    redis.call('ZREM', s.keys[HOLDERS], id)
+    redis.call('HDEL', s.keys[HOLDER_INFO], id)
+    s.used = s.used - n
+    if id == s.id then
+        s.holder = false
+    end
     return n
 end
 
-local function remove_waiter(keys, id)
-    redis.call('ZREM', keys[QUEUE], id)
-    redis.call('ZREM', keys[WAITER_DEADLINES], id)
-    redis.call('HDEL', keys[WAITER_REQUESTS], id)
-end
-
--- Removes at most reap_limit expired entries, holders first (they free permits); returns how
--- many more this call may remove.
-local function reap(keys, now)
-    local budget = reap_limit
-    local expired = redis.call('ZRANGEBYSCORE', keys[HOLDERS], '-inf', decimal(now), 'LIMIT', 0, budget)
-    for _, id in ipairs(expired) do
-        remove_holder(keys, id)
-    end
-    budget = budget - #expired
-    if budget > 0 then
-        expired = redis.call('ZRANGEBYSCORE', keys[WAITER_DEADLINES], '-inf', decimal(now), 'LIMIT', 0, budget)
-        for _, id in ipairs(expired) do
-            remove_waiter(keys, id)
-        end
-        budget = budget - #expired
-    end
-    return budget
-end
-
--- The caller's own entry, if expired, is gone whatever the reaping reached: an expired lease is
--- never renewed, released or replayed.
-local function drop_if_expired(keys, id, now)
-    local deadline = redis.call('ZSCORE', keys[HOLDERS], id)
-    if deadline and tonumber(deadline) <= now then
-        remove_holder(keys, id)
-    end
-    deadline = redis.call('ZSCORE', keys[WAITER_DEADLINES], id)
-    if deadline and tonumber(deadline) <= now then
-        remove_waiter(keys, id)
+local function remove_waiter(s, id)
+    s.queued = s.queued - redis.call('ZREM', s.keys[QUEUE], id)
+    redis.call('ZREM', s.keys[WAITER_DEADLINES], id)
+    redis.call('HDEL', s.keys[WAITER_REQUESTS], id)
+    if id == s.id then
+        s.request = false
     end
 end
 
-local function grant(keys, channel, id, n, deadline)
+-- Whether the caller's deadline in the zset deadlines (holders or wdl) has passed.
+local function caller_expired(s, deadlines)
+    local deadline = redis.call('ZSCORE', s.keys[deadlines], s.id)
+    return deadline and tonumber(deadline) <= s.now
+end
+
+-- Removes the expired entries open found, holders first (they free permits); then the caller's
+-- own entry, if expired, whatever the reaping reached: an expired lease is never renewed, released
+-- or replayed.
+local function begin(s)
+    for _, id in ipairs(s.expired_holders) do
+        remove_holder(s, id)
+    end
+    for _, id in ipairs(s.expired_waiters) do
+        remove_waiter(s, id)
+    end
+    if s.holder and caller_expired(s, HOLDERS) then
+        remove_holder(s, s.id)
+    end
+    if s.request and caller_expired(s, WAITER_DEADLINES) then
+        remove_waiter(s, s.id)
+    end
+end
+
+-- A key that does not exist yet is created by the call's first write to it; holders and hinfo
+-- exist exactly while permits are used.
+local function grant(s, channel, id, n, deadline)
+    local keys = s.keys
     local fence = redis.call('INCR', keys[SEQ])
+    if s.used == 0 then
+        s.new_holders = true
+    end
+    local n_text, fence_text = decimal(n), decimal(fence)
+    local info = n_text .. ':' .. fence_text
     redis.call('ZADD', keys[HOLDERS], decimal(deadline), id)
-    redis.call('HSET', keys[HOLDER_INFO], id, decimal(n) .. ':' .. decimal(fence))
-    redis.call('HINCRBY', keys[META], 'used', n)
-    redis.call('PUBLISH', channel, id .. ' ' .. decimal(fence) .. ' ' .. decimal(n))
+    redis.call('HSET', keys[HOLDER_INFO], id, info)
+    s.used = s.used + n
+    redis.call('PUBLISH', channel, id .. ' ' .. fence_text .. ' ' .. n_text)
+    if id == s.id then
+        s.holder = info
+    end
     return fence
+end
+
+local function enqueue(s, n, deadline)
+    local keys = s.keys
+    if s.queued == 0 then
+        s.new_waiters = true
+    end
+    redis.call('ZADD', keys[QUEUE], decimal(redis.call('INCR', keys[SEQ])), s.id)
+    redis.call('ZADD', keys[WAITER_DEADLINES], decimal(deadline), s.id)
+    redis.call('HSET', keys[WAITER_REQUESTS], s.id, decimal(n))
+    s.queued = s.queued + 1
+    s.request = decimal(n)
 end
 
 -- Grants the queue from its head while the head fits; an expired head is removed within the
 -- reaping budget.
-local function serve(keys, channel, now, budget)
-    local capacity = tonumber(redis.call('HGET', keys[META], 'capacity'))
-    if not capacity then
+local function serve(s, channel)
+    if not s.capacity then
         return
     end
-    local used = tonumber(redis.call('HGET', keys[META], 'used')) or 0
-    while true do
+    local keys = s.keys
+    while s.queued > 0 do
         local head = redis.call('ZRANGE', keys[QUEUE], 0, 0)[1]
-        if not head then
-            return
-        end
         local deadline = tonumber(redis.call('ZSCORE', keys[WAITER_DEADLINES], head))
-        if deadline <= now then
-            if budget == 0 then
+        if deadline <= s.now then
+            if s.budget == 0 then
                 return
             end
-            budget = budget - 1
-            remove_waiter(keys, head)
+            s.budget = s.budget - 1
+            remove_waiter(s, head)
         else
             local n = tonumber(redis.call('HGET', keys[WAITER_REQUESTS], head))
-            if used + n > capacity then
+            if s.used + n > s.capacity then
                 return
             end
-            used = used + n
-            remove_waiter(keys, head)
-            grant(keys, channel, head, n, deadline)
+            remove_waiter(s, head)
+            grant(s, channel, head, n, deadline)
         end
     end
 end
 
-local function state(keys, id)
-    local n, fence = holder_info(keys, id)
+local function state(s)
+    local n, fence = parse_holder_info(s.holder)
     if n then
         return {'granted', fence, n}
     end
-    local rank = redis.call('ZRANK', keys[QUEUE], id)
-    if rank then
-        return {'queued', rank + 1}
-    end
-    return nil
+    local rank = s.request and redis.call('ZRANK', s.keys[QUEUE], s.id)
+    return rank and {'queued', rank + 1}
 end
 
-local function note_lease(keys, lease)
-    if lease > (tonumber(redis.call('HGET', keys[META], 'lease')) or 0) then
-        redis.call('HSET', keys[META], 'lease', decimal(lease))
+local function note_lease(s, lease)
+    if lease > s.lease then
+        s.lease = lease
     end
 end
 
-local function declare(keys, capacity, lease)
-    redis.call('HSET', keys[META], 'capacity', decimal(capacity))
-    note_lease(keys, lease)
+local function declare(s, capacity, lease)
+    s.capacity = capacity
+    note_lease(s, lease)
 end
 
--- Every key but seq outlives the longest lease seen, and an idle semaphore disappears.
-local function keep_alive(keys)
-    local lease = tonumber(redis.call('HGET', keys[META], 'lease'))
-    if lease then
-        local ttl = decimal(2 * lease + idle_margin_ms)
-        for key = META, WAITER_REQUESTS do
-            redis.call('PEXPIRE', keys[key], ttl)
+-- Writes back meta's fields that changed (mostly used alone), then keeps every key but seq alive
+-- beyond every live deadline, while an idle semaphore disappears. All of them expire with meta:
+-- when meta expires sooner than the longest lease plus idle_margin_ms from now, every key is given
+-- twice the longest lease plus idle_margin_ms; otherwise only the keys this call created are given
+-- meta's expiry. So the keys outlive any deadline set now by at least idle_margin_ms, and most
+-- calls refresh no expiry at all.
+local function close(s)
+    local keys = s.keys
+    if s.capacity ~= s.stored_capacity or s.lease ~= s.stored_lease then
+        local fields = {'used', decimal(s.used), 'lease', decimal(s.lease)}
+        if s.capacity then
+            fields[5], fields[6] = 'capacity', decimal(s.capacity)
         end
+        redis.call('HSET', keys[META], unpack(fields))
+    elseif s.used ~= s.stored_used then
+        redis.call('HSET', keys[META], 'used', decimal(s.used))
     end
-end
-
-local function begin(keys, id)
-    local now = now_ms()
-    local budget = reap(keys, now)
-    drop_if_expired(keys, id, now)
-    return now, budget
+    if s.lease == 0 then
+        return
+    end
+    local expiry = redis.call('PEXPIRETIME', keys[META])
+    if expiry < s.now + s.lease + idle_margin_ms then
+        local at = decimal(s.now + 2 * s.lease + idle_margin_ms)
+        for key = META, WAITER_REQUESTS do
+            redis.call('PEXPIREAT', keys[key], at)
+        end
+        return
+    end
+    local at = decimal(expiry)
+    if s.new_holders then
+        redis.call('PEXPIREAT', keys[HOLDERS], at)
+        redis.call('PEXPIREAT', keys[HOLDER_INFO], at)
+    end
+    if s.new_waiters then
+        redis.call('PEXPIREAT', keys[QUEUE], at)
+        redis.call('PEXPIREAT', keys[WAITER_DEADLINES], at)
+        redis.call('PEXPIREAT', keys[WAITER_REQUESTS], at)
+    end
 end
 
 local function acquire(keys, args)
     local channel, id, mode = args[1], args[2], args[6]
+    local s = open(keys, id)
     local n, capacity, lease = positive(args[3]), positive(args[4]), positive(args[5])
     if not (n and capacity and lease) then
         return argument_error('n, capacity and lease_ms must be positive integers')
@@ -280,79 +368,83 @@ local function acquire(keys, args)
     if mode ~= 'wait' and mode ~= 'try' then
         return argument_error('mode must be wait or try')
     end
-    local declared = tonumber(redis.call('HGET', keys[META], 'capacity'))
-    if declared and declared ~= capacity then
-        return redis.error_reply('ASIO_SYNC_CAPACITY ' .. decimal(declared))
+    if s.capacity and s.capacity ~= capacity then
+        return redis.error_reply('ASIO_SYNC_CAPACITY ' .. decimal(s.capacity))
     end
     if n > capacity then
         return redis.error_reply('ASIO_SYNC_TOO_MANY ' .. decimal(n) .. ' > ' .. decimal(capacity))
     end
 
-    local now, budget = begin(keys, id)
-    serve(keys, channel, now, budget)
-    local reply = state(keys, id)
+    begin(s)
+    serve(s, channel)
+    local reply = state(s)
     if not reply then
-        local used = tonumber(redis.call('HGET', keys[META], 'used')) or 0
-        local queued = redis.call('ZCARD', keys[QUEUE])
-        if queued == 0 and used + n <= capacity then
-            declare(keys, capacity, lease)
-            reply = {'granted', grant(keys, channel, id, n, now + lease), n}
+        if s.queued == 0 and s.used + n <= capacity then
+            declare(s, capacity, lease)
+            reply = {'granted', grant(s, channel, id, n, s.now + lease), n}
         elseif mode == 'try' then
             reply = {'busy'}
         else
-            declare(keys, capacity, lease)
-            redis.call('ZADD', keys[QUEUE], decimal(redis.call('INCR', keys[SEQ])), id)
-            redis.call('ZADD', keys[WAITER_DEADLINES], decimal(now + lease), id)
-            redis.call('HSET', keys[WAITER_REQUESTS], id, decimal(n))
-            reply = {'queued', queued + 1}
+            declare(s, capacity, lease)
+            enqueue(s, n, s.now + lease)
+            reply = {'queued', s.queued}
         end
     end
-    keep_alive(keys)
+    close(s)
     return reply
 end
 
 local function renew(keys, args)
-    local channel, id, lease = args[1], args[2], positive(args[3])
+    local channel, id = args[1], args[2]
+    local s = open(keys, id)
+    local lease = positive(args[3])
     if not lease then
         return argument_error('lease_ms must be a positive integer')
     end
-    local now, budget = begin(keys, id)
-    serve(keys, channel, now, budget)
-    local deadline = decimal(now + lease)
-    if redis.call('ZSCORE', keys[HOLDERS], id) then
+    begin(s)
+    serve(s, channel)
+    local deadline = decimal(s.now + lease)
+    if s.holder then
         redis.call('ZADD', keys[HOLDERS], 'XX', deadline, id)
-    elseif redis.call('ZSCORE', keys[WAITER_DEADLINES], id) then
+    elseif s.request then
         redis.call('ZADD', keys[WAITER_DEADLINES], 'XX', deadline, id)
     else
-        keep_alive(keys)
+        close(s)
         return {'lost'}
     end
-    note_lease(keys, lease)
-    keep_alive(keys)
-    return state(keys, id)
+    note_lease(s, lease)
+    close(s)
+    return state(s)
 end
 
 local function release(keys, args)
     local channel, id = args[1], args[2]
-    local now, budget = begin(keys, id)
+    local s = open(keys, id)
+    begin(s)
     local reply = {'lost'}
-    local n = remove_holder(keys, id)
+    local n = remove_holder(s, id)
     if n then
         reply = {'released', n}
-    elseif redis.call('ZSCORE', keys[WAITER_DEADLINES], id) then
-        remove_waiter(keys, id)
+    elseif s.request then
+        remove_waiter(s, id)
         reply = {'cancelled'}
     end
-    serve(keys, channel, now, budget)
-    keep_alive(keys)
+    serve(s, channel)
+    close(s)
     return reply
 end
 
 local function status(keys, args)
     local id = args[1]
+    probe(keys)
     local deadline = redis.call('ZSCORE', keys[HOLDERS], id) or redis.call('ZSCORE', keys[WAITER_DEADLINES], id)
     if deadline and tonumber(deadline) > now_ms() then
-        return state(keys, id)
+        local n, fence = parse_holder_info(redis.call('HGET', keys[HOLDER_INFO], id))
+        if n then
+            return {'granted', fence, n}
+        end
+        local rank = redis.call('ZRANK', keys[QUEUE], id)
+        return rank and {'queued', rank + 1}
     end
     return {'lost'}
 end
@@ -361,6 +453,7 @@ local function check(keys, args)
     local function broken(what)
         return redis.error_reply('ASIO_SYNC_INVARIANT ' .. what)
     end
+    probe(keys)
     local now = now_ms()
     local capacity = tonumber(redis.call('HGET', keys[META], 'capacity'))
     local used = tonumber(redis.call('HGET', keys[META], 'used')) or 0
@@ -384,7 +477,7 @@ local function check(keys, args)
 
     local sum, last_deadline, fences = 0, 0, {}
     for i = 1, #holders, 2 do
-        local n, fence = holder_info(keys, holders[i])
+        local n, fence = parse_holder_info(redis.call('HGET', keys[HOLDER_INFO], holders[i]))
         if not n then
             return broken('a holder without hinfo')
         end
@@ -449,6 +542,20 @@ register('renew', 3, renew, {})
 register('release', 2, release, {})
 register('status', 1, status, {'no-writes'})
 register('check', 0, check, {'no-writes'})
+
+-- Read-only: the declared capacity (0 before the first acquire), the permits held and the waiters
+-- queued, both under leases that have not yet lapsed.
+local function usage(keys, args)
+    local now = '(' .. decimal(now_ms())
+    local held = 0
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', keys[HOLDERS], now, '+inf')) do
+        held = held + holder_info(keys, id)
+    end
+    local capacity = tonumber(redis.call('HGET', keys[META], 'capacity')) or 0
+    return {'usage', capacity, held, redis.call('ZCOUNT', keys[WAITER_DEADLINES], now, '+inf')}
+end
+
+register('usage', 0, usage, {'no-writes'})
 )lua";
 
 // Keys of one semaphore, in the order the library's functions take them.
@@ -548,6 +655,8 @@ public:
     }
 
     std::vector<std::string> check() const { return fcall("FCALL_RO", "asio_sync_v1_check", {}); }
+
+    std::vector<std::string> usage() const { return fcall("FCALL_RO", "asio_sync_v1_usage", {}); }
 
 private:
     std::vector<std::string> fcall(std::string_view command, std::string_view function,

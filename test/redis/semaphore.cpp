@@ -1,0 +1,672 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#define BOOST_TEST_MODULE redis_semaphore
+
+// The fleet-wide semaphore on a real server: every completion token, FIFO across connections,
+// fencing, try, cancellation and timeouts that remove the remote waiter, lease renewal and loss,
+// and the errors of a mismatched capacity, too many permits and a key of another type; an acquire
+// whose reply was lost with the link, a waiter whose lease lapsed while its client stalled, and the
+// handler's allocator for the operation.
+
+#include <asio_sync/redis/semaphore.hpp>
+
+#include "support/counting_allocator.hpp"
+#include "support/redis_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/tcp_proxy.hpp"
+
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+BOOST_AUTO_TEST_SUITE(redis_semaphore)
+
+namespace {
+
+namespace asio = boost::asio;
+namespace redis = asio_sync::redis;
+using asio_sync::test::allocation_counts;
+using asio_sync::test::counting_allocator;
+using asio_sync::test::is_ready;
+using asio_sync::test::options_for;
+using asio_sync::test::redis_server;
+using asio_sync::test::tcp_proxy;
+using asio_sync::test::wait;
+using namespace std::chrono_literals;
+using permit = redis::semaphore::permit;
+using script = redis::detail::semaphore_script;
+
+constexpr std::chrono::seconds limit = asio_sync::test::redis_wait_limit;
+constexpr std::chrono::milliseconds lease{500};
+// Longer than the limit: a waiter left behind in Redis stays queued for the whole test.
+constexpr std::chrono::milliseconds long_lease{120000};
+
+boost::system::error_code code(boost::system::error_code ec)
+{
+    return ec;
+}
+
+struct acquired
+{
+    boost::system::error_code ec;
+    permit p;
+};
+
+// A handler that hands the completion to a future.
+class to_future
+{
+public:
+    to_future() : promise_(std::make_shared<std::promise<acquired>>()) {}
+
+    std::future<acquired> get_future() { return promise_->get_future(); }
+
+    void operator()(boost::system::error_code ec, permit p) { promise_->set_value({ec, std::move(p)}); }
+
+private:
+    std::shared_ptr<std::promise<acquired>> promise_;
+};
+
+// A server, an io_context run by one thread, and connections declared after it (so closed
+// before the thread stops).
+struct fixture
+{
+    explicit fixture(redis_server::options opts = {})
+        : server(std::move(opts)), work(asio::make_work_guard(io)), thread([this] { io.run(); }),
+          first(io, options_for(server.port())), second(io, options_for(server.port()))
+    {
+    }
+
+    ~fixture()
+    {
+        first.close();
+        second.close();
+        work.reset();
+        io.stop();
+        thread.join();
+    }
+
+    std::future<acquired> acquire(redis::semaphore& sem, std::size_t n)
+    {
+        to_future handler;
+        auto f = handler.get_future();
+        sem.async_acquire_permit(n, std::move(handler));
+        return f;
+    }
+
+    // Acquires `n` permits that the test needs granted.
+    acquired hold(redis::semaphore& sem, std::size_t n)
+    {
+        auto f = acquire(sem, n);
+        acquired a = wait(f);
+        BOOST_REQUIRE(!a.ec);
+        return a;
+    }
+
+    std::future<acquired> try_acquire(redis::semaphore& sem, std::size_t n)
+    {
+        to_future handler;
+        auto f = handler.get_future();
+        sem.async_try_acquire_permit(n, std::move(handler));
+        return f;
+    }
+
+    std::string redis_command(std::vector<std::string> args) { return server.command(args); }
+
+    // The invariant check of the library: "ok <used> <holders> <queued>".
+    std::string check(const std::string& name) { return server.execute(script(name).check()).to_text(); }
+
+    std::string last_fence(const std::string& name)
+    {
+        return server.command({"GET", script(name).key(redis::detail::semaphore_key::seq)});
+    }
+
+    std::string queue_length(const std::string& name)
+    {
+        return server.command({"ZCARD", script(name).key(redis::detail::semaphore_key::queue)});
+    }
+
+    // Waits until Redis queues `length` waiters, while `waiting` is not completed: an error must not
+    // wait for the limit.
+    void expect_queued(const std::string& name, const std::string& length, std::future<acquired>& waiting)
+    {
+        eventually([&] { return queue_length(name) == length || is_ready(waiting); });
+        BOOST_TEST(!is_ready(waiting));
+    }
+
+    // Releases `held` and returns the grant that `waiting` then receives, checked to be later.
+    acquired served_after_release(acquired& held, std::future<acquired>& waiting)
+    {
+        const std::uint64_t fence = held.p.fencing_token();
+        held.p = permit();
+        acquired served = wait(waiting);
+        BOOST_REQUIRE(!served.ec);
+        BOOST_TEST(served.p.fencing_token() > fence);
+        return served;
+    }
+
+    // Polls Redis until `f` holds; fails after the limit.
+    template <class Predicate>
+    void eventually(Predicate f)
+    {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (!f())
+        {
+            BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                                  "condition not met within the limit");
+            std::this_thread::sleep_for(5ms);
+        }
+    }
+
+    redis_server server;
+    asio::io_context io;
+    asio::executor_work_guard<asio::io_context::executor_type> work;
+    std::thread thread;
+    redis::connection first;
+    redis::connection second;
+};
+
+struct append_only_fixture : fixture
+{
+    append_only_fixture() : fixture(redis_server::options{true, {}, {}}) {}
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_permit_is_the_public_basic_permit)
+{
+    static_assert(std::is_same_v<permit, redis::basic_permit<>>);
+    static_assert(!std::is_copy_constructible_v<permit> && std::is_nothrow_move_constructible_v<permit>);
+    const redis::basic_permit<> empty;
+    BOOST_TEST(empty.count() == 0u);
+    BOOST_TEST(empty.fencing_token() == 0u);
+    BOOST_TEST(!empty.lost_slot().is_connected());
+}
+
+BOOST_FIXTURE_TEST_CASE(acquires_and_releases_through_a_callback, fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, lease);
+    auto f = acquire(sem, 2);
+    acquired a = wait(f);
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(a.p.count() == 2u);
+    BOOST_TEST(a.p.fencing_token() > 0u);
+    BOOST_TEST(check("jobs") == "ok\n2\n1\n0");
+
+    std::promise<boost::system::error_code> released;
+    a.p.async_release([&](boost::system::error_code ec) { released.set_value(ec); });
+    auto r = released.get_future();
+    BOOST_TEST(!wait(r));
+    BOOST_TEST(a.p.count() == 0u);
+    BOOST_TEST(check("jobs") == "ok\n0\n0\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(zero_permits_complete_at_once_and_too_many_fail, fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, lease);
+    auto zero = acquire(sem, 0);
+    acquired a = wait(zero);
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(a.p.count() == 0u);
+
+    auto many = acquire(sem, 3);
+    acquired b = wait(many);
+    BOOST_TEST(b.ec == code(asio_sync::error::too_many_permits));
+    BOOST_TEST(b.p.count() == 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(works_with_every_token, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, lease);
+
+    auto fut = sem.async_acquire_permit(1, asio::use_future);
+    BOOST_REQUIRE(fut.wait_for(limit) == std::future_status::ready);
+    permit p = fut.get();
+    BOOST_TEST(p.count() == 1u);
+    p = permit();
+
+    auto deferred = sem.async_acquire_permit(1, asio::deferred);
+    auto via_deferred = std::move(deferred)(asio::use_future);
+    BOOST_REQUIRE(via_deferred.wait_for(limit) == std::future_status::ready);
+    permit q = via_deferred.get();
+    BOOST_TEST(q.count() == 1u);
+    q = permit();
+
+    auto coro = asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<std::size_t> {
+            permit r = co_await sem.async_acquire_permit(1, asio::use_awaitable);
+            co_return r.count();
+        },
+        asio::use_future);
+    BOOST_REQUIRE(coro.wait_for(limit) == std::future_status::ready);
+    BOOST_TEST(coro.get() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(serves_two_connections_in_fifo_order_with_increasing_fences, fixture)
+{
+    redis::semaphore a(first, "jobs", 2, lease);
+    redis::semaphore b(second, "jobs", 2, lease);
+
+    acquired h = hold(a, 2);
+
+    auto big = acquire(b, 2);
+    eventually([&] { return queue_length("jobs") == "1"; });
+    auto small = acquire(a, 1);
+    eventually([&] { return queue_length("jobs") == "2"; });
+    BOOST_TEST(!is_ready(big));
+    BOOST_TEST(!is_ready(small));
+
+    h.p = permit(); // released in the background
+    acquired first_served = wait(big);
+    BOOST_REQUIRE(!first_served.ec);
+    BOOST_TEST(first_served.p.count() == 2u);
+    BOOST_TEST(first_served.p.fencing_token() > h.p.fencing_token());
+    BOOST_TEST(!is_ready(small)); // strict FIFO: the second waiter waits behind the first
+    const std::uint64_t fence = first_served.p.fencing_token();
+    first_served.p = permit();
+
+    acquired second_served = wait(small);
+    BOOST_REQUIRE(!second_served.ec);
+    BOOST_TEST(second_served.p.fencing_token() > fence);
+}
+
+BOOST_FIXTURE_TEST_CASE(try_never_queues, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, lease);
+    auto held = try_acquire(sem, 1);
+    acquired h = wait(held);
+    BOOST_REQUIRE(!h.ec);
+    BOOST_TEST(h.p.count() == 1u);
+
+    auto busy = try_acquire(sem, 1);
+    acquired b = wait(busy);
+    BOOST_TEST(b.ec == code(asio::error::would_block));
+    BOOST_TEST(b.p.count() == 0u);
+    BOOST_TEST(queue_length("jobs") == "0");
+}
+
+BOOST_FIXTURE_TEST_CASE(cancellation_removes_the_remote_waiter_and_serves_the_next, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, long_lease);
+    redis::semaphore b(second, "jobs", 1, long_lease);
+    acquired h = hold(a, 1);
+
+    asio::cancellation_signal signal;
+    to_future handler;
+    auto cancelled = handler.get_future();
+    asio::post(io, [&] {
+        a.async_acquire_permit(1, asio::bind_cancellation_slot(signal.slot(), std::move(handler)));
+    });
+    eventually([&] { return queue_length("jobs") == "1"; });
+    auto next = acquire(b, 1);
+    eventually([&] { return queue_length("jobs") == "2"; });
+
+    asio::post(io, [&] { signal.emit(asio::cancellation_type::terminal); });
+    acquired c = wait(cancelled);
+    BOOST_TEST(c.ec == code(asio::error::operation_aborted));
+    BOOST_TEST(c.p.count() == 0u);
+    eventually([&] { return queue_length("jobs") == "1"; });
+
+    h.p = permit();
+    acquired n = wait(next);
+    BOOST_TEST(!n.ec);
+    BOOST_TEST(n.p.count() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(cancel_gives_up_every_pending_acquire_and_its_remote_waiter, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, long_lease);
+    redis::semaphore b(second, "jobs", 1, long_lease);
+    acquired h = hold(b, 1);
+    auto first_waiting = acquire(a, 1);
+    expect_queued("jobs", "1", first_waiting);
+    auto second_waiting = acquire(a, 1);
+    expect_queued("jobs", "2", second_waiting);
+    auto next = acquire(b, 1);
+    expect_queued("jobs", "3", next);
+
+    a.cancel();
+    BOOST_TEST(wait(first_waiting).ec == code(asio::error::operation_aborted));
+    BOOST_TEST(wait(second_waiting).ec == code(asio::error::operation_aborted));
+    eventually([&] { return queue_length("jobs") == "1"; });
+    acquired served = served_after_release(h, next);
+
+    // The semaphore still works after a cancel().
+    auto later = acquire(a, 1);
+    expect_queued("jobs", "1", later);
+}
+
+BOOST_FIXTURE_TEST_CASE(closing_the_connection_completes_an_acquire_queued_in_redis, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, long_lease);
+    redis::semaphore b(second, "jobs", 1, long_lease);
+    acquired h = hold(b, 1);
+    auto waiting = acquire(a, 1);
+    expect_queued("jobs", "1", waiting);
+
+    first.close();
+    BOOST_TEST(wait(waiting).ec == code(asio_sync::error::closed));
+    auto after_close = acquire(a, 1);
+    BOOST_TEST(wait(after_close).ec == code(asio_sync::error::closed));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_lease_out_of_range_is_refused, fixture)
+{
+    BOOST_CHECK_THROW(redis::semaphore(first, "jobs", 1, 0ms), std::invalid_argument);
+    BOOST_CHECK_THROW(redis::semaphore(first, "jobs", 1, redis::semaphore::min_lease_duration - 1ms),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW(redis::semaphore(first, "jobs", 1, redis::semaphore::max_lease_duration + 1ms),
+                      std::invalid_argument);
+
+    for (const auto bound : {redis::semaphore::min_lease_duration, redis::semaphore::max_lease_duration})
+    {
+        redis::semaphore sem(first, "bounds", 1, bound);
+        acquired a = hold(sem, 1);
+        BOOST_TEST(a.p.count() == 1u);
+    }
+}
+
+BOOST_FIXTURE_TEST_CASE(a_function_flush_is_recovered_by_loading_the_library_again, fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, long_lease);
+    acquired h = hold(sem, 1);
+    redis_command({"FUNCTION", "FLUSH"});
+
+    acquired after_flush = hold(sem, 1);
+    BOOST_TEST(after_flush.p.count() == 1u);
+    redis_command({"FUNCTION", "FLUSH"});
+    auto released = std::make_shared<std::promise<boost::system::error_code>>();
+    auto released_future = released->get_future();
+    h.p.async_release([released](boost::system::error_code ec) { released->set_value(ec); });
+    BOOST_TEST(wait(released_future) == code({}));
+    BOOST_TEST(check("jobs") == "ok\n1\n1\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_refused_function_load_uses_the_loaded_library_or_reports_no_permission, fixture)
+{
+    redis::semaphore loader(first, "jobs", 1, long_lease);
+    hold(loader, 1);
+    redis_command({"ACL", "SETUSER", "limited", "on", ">secret", "~*", "&*", "+@all", "-function|load"});
+    redis::connection_options opts = options_for(server.port());
+    opts.user = "limited";
+    opts.password = "secret";
+    redis::connection limited(io, opts);
+    {
+        redis::semaphore sem(limited, "jobs", 1, long_lease);
+        acquired a = hold(sem, 1);
+        BOOST_TEST(a.p.count() == 1u);
+
+        a.p = permit();
+        redis_command({"FUNCTION", "FLUSH"});
+        auto refused = acquire(sem, 1);
+        BOOST_TEST(wait(refused).ec == code(redis::error::no_permission));
+    }
+    limited.close();
+}
+
+BOOST_FIXTURE_TEST_CASE(common_server_errors_have_their_own_codes, fixture)
+{
+    redis::semaphore huge(first, "huge", 10000000000000000, lease); // over the library's 15 digits
+    auto malformed = acquire(huge, 1);
+    BOOST_TEST(wait(malformed).ec == code(redis::error::invalid_argument));
+
+    redis::semaphore sem(first, "jobs", 2, lease);
+    hold(sem, 1);
+    redis_command({"CONFIG", "SET", "maxmemory", "1"});
+    auto no_memory = acquire(sem, 1);
+    BOOST_TEST(wait(no_memory).ec == code(redis::error::out_of_memory));
+    redis_command({"CONFIG", "SET", "maxmemory", "0"});
+
+    redis_command({"REPLICAOF", "127.0.0.1", "1"}); // a primary that never answers: the data stays
+    auto replica = acquire(sem, 1);
+    BOOST_TEST(wait(replica).ec == code(redis::error::read_only));
+    redis_command({"REPLICAOF", "NO", "ONE"});
+}
+
+BOOST_FIXTURE_TEST_CASE(status_reports_the_capacity_the_permits_held_and_the_waiters_queued, fixture)
+{
+    redis::semaphore a(first, "jobs", 3, long_lease);
+    redis::semaphore b(second, "jobs", 3, long_lease);
+    auto status = [&] {
+        auto f = a.async_status(asio::use_future);
+        BOOST_REQUIRE(f.wait_for(limit) == std::future_status::ready);
+        return f.get();
+    };
+    redis::semaphore_status before = status();
+    BOOST_TEST(before.capacity == 0u);
+
+    acquired h = hold(a, 2);
+    auto waiting = acquire(b, 2);
+    expect_queued("jobs", "1", waiting);
+    const redis::semaphore_status s = status();
+    BOOST_TEST(s.capacity == 3u);
+    BOOST_TEST(s.held == 2u);
+    BOOST_TEST(s.queued == 1u);
+    BOOST_TEST(s.available() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(timeout_removes_the_remote_waiter, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, long_lease);
+    acquired h = hold(sem, 1);
+
+    to_future handler;
+    auto timed = handler.get_future();
+    sem.async_acquire_permit_for(1, 50ms, std::move(handler));
+    acquired t = wait(timed);
+    BOOST_TEST(t.ec == code(asio_sync::error::timed_out));
+    eventually([&] { return queue_length("jobs") == "0"; });
+    BOOST_TEST(check("jobs") == "ok\n1\n1\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_grant_racing_a_cancellation_is_given_back, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, lease);
+    for (int round = 0; round < 20; ++round)
+    {
+        asio::cancellation_signal signal;
+        to_future handler;
+        auto f = handler.get_future();
+        // Cancelled in the same turn as the acquire was started: its FCALL is already queued and
+        // will be granted; the release sent after it gives the grant back.
+        asio::post(io, [&] {
+            sem.async_acquire_permit(1, asio::bind_cancellation_slot(signal.slot(), std::move(handler)));
+            signal.emit(asio::cancellation_type::terminal);
+        });
+        acquired a = wait(f);
+        BOOST_TEST(a.ec == code(asio::error::operation_aborted));
+        eventually([&] { return check("jobs").rfind("ok\n0\n", 0) == 0; });
+    }
+    auto last = acquire(sem, 1);
+    BOOST_TEST(!wait(last).ec);
+}
+
+// A holder that never renews stands for a dead process. The waiter's own lease is long: its
+// heartbeat would renew it (and so serve it) only after the test's limit. It is served because
+// it watches the earliest holder deadline, after the lease lapsed: the holder is gone.
+BOOST_FIXTURE_TEST_CASE(a_waiter_is_served_when_a_dead_holders_lease_lapses, fixture)
+{
+    const auto jobs = script("jobs");
+    redis_command(script::load_command());
+    const std::string dead =
+        server.execute(jobs.acquire("dead:1", 1, 1, 500ms, redis::detail::acquire_mode::wait)).to_text();
+    BOOST_REQUIRE(dead.rfind("granted\n", 0) == 0);
+
+    redis::semaphore sem(first, "jobs", 1, long_lease);
+    auto waiting = acquire(sem, 1);
+    acquired a = wait(waiting);
+    BOOST_REQUIRE(!a.ec);
+    BOOST_TEST(a.p.fencing_token() > std::stoull(dead.substr(dead.find('\n') + 1)));
+    BOOST_TEST(server.execute(jobs.status("dead:1")).to_text() == "lost");
+}
+
+BOOST_FIXTURE_TEST_CASE(renewal_keeps_a_permit_past_several_leases, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, 300ms);
+    redis::semaphore b(second, "jobs", 1, 300ms);
+    acquired h = hold(a, 1);
+    std::this_thread::sleep_for(1500ms); // five leases
+    auto other = try_acquire(b, 1);
+    BOOST_TEST(wait(other).ec == code(asio::error::would_block));
+    BOOST_TEST(check("jobs") == "ok\n1\n1\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_holder_that_cannot_renew_reports_lost_and_its_fence_is_older, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, 300ms);
+    acquired h = hold(a, 1);
+    // Shared: if the test fails first, the permit's release completes the wait after this scope.
+    auto lost = std::make_shared<std::promise<boost::system::error_code>>();
+    h.p.async_wait_lost([lost](boost::system::error_code ec) { lost->set_value(ec); });
+    bool slot_emitted = false;
+    // Assigned on the connection's thread, which emits the signal.
+    std::promise<void> assigned;
+    asio::post(io, [&] {
+        h.p.lost_slot().assign([&](asio::cancellation_type) { slot_emitted = true; });
+        assigned.set_value();
+    });
+    auto assigned_future = assigned.get_future();
+    wait(assigned_future);
+
+    server.pause();
+    auto l = lost->get_future();
+    const boost::system::error_code ec = wait(l);
+    server.resume();
+    BOOST_TEST(ec == code(redis::error::lease_lost));
+
+    redis::semaphore b(second, "jobs", 1, 300ms);
+    auto next = acquire(b, 1);
+    acquired n = wait(next);
+    BOOST_REQUIRE(!n.ec);
+    BOOST_TEST(n.p.fencing_token() > h.p.fencing_token());
+    std::promise<bool> emitted;
+    asio::post(io, [&] { emitted.set_value(slot_emitted); });
+    auto e = emitted.get_future();
+    BOOST_TEST(wait(e));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_capacity_mismatch_is_refused, fixture)
+{
+    redis::semaphore a(first, "jobs", 2, lease);
+    redis::semaphore b(second, "jobs", 3, lease);
+    auto held = acquire(a, 1);
+    BOOST_REQUIRE(!wait(held).ec);
+    auto other = acquire(b, 1);
+    BOOST_TEST(wait(other).ec == code(redis::error::capacity_mismatch));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_key_of_another_type_is_refused, fixture)
+{
+    redis_command({"SET", script("jobs").key(redis::detail::semaphore_key::queue), "x"});
+    redis::semaphore sem(first, "jobs", 2, lease);
+    auto f = acquire(sem, 1);
+    BOOST_TEST(wait(f).ec == code(redis::error::wrong_type));
+}
+
+BOOST_FIXTURE_TEST_CASE(survives_a_server_restart_without_granting_twice, append_only_fixture)
+{
+    redis::semaphore a(first, "jobs", 2, long_lease);
+    redis::semaphore b(second, "jobs", 2, long_lease);
+    acquired h = hold(a, 1);
+
+    server.stop();
+    auto queued = acquire(b, 2); // started while Redis is down: waits for it
+    server.start();
+    expect_queued("jobs", "1", queued);
+
+    acquired q = served_after_release(h, queued);
+    BOOST_TEST(q.p.count() == 2u);
+    BOOST_TEST(check("jobs") == "ok\n2\n1\n0");
+}
+
+BOOST_FIXTURE_TEST_CASE(an_acquire_whose_reply_was_lost_is_replayed_and_granted_once, fixture)
+{
+    tcp_proxy proxy(server.port());
+    redis::connection proxied(io, options_for(proxy.port()));
+    {
+        redis::semaphore sem(proxied, "jobs", 2, long_lease);
+        acquired warm_up = hold(sem, 1); // the links are up and set up
+        std::promise<boost::system::error_code> released;
+        warm_up.p.async_release([&](boost::system::error_code ec) { released.set_value(ec); });
+        auto r = released.get_future();
+        BOOST_REQUIRE(!wait(r));
+
+        proxy.drop_replies();
+        auto f = acquire(sem, 1);
+        eventually([&] { return check("jobs") == "ok\n1\n1\n0"; }); // granted in Redis, never answered
+        proxy.cut();
+        acquired a = wait(f);
+        BOOST_REQUIRE(!a.ec);
+        BOOST_TEST(a.p.count() == 1u);
+        BOOST_TEST(std::to_string(a.p.fencing_token()) == last_fence("jobs"));
+        BOOST_TEST(check("jobs") == "ok\n1\n1\n0"); // one holder: the replay did not acquire again
+    }
+    proxied.close();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_waiter_whose_lease_lapsed_while_its_client_stalled_is_queued_again_and_served,
+                        fixture)
+{
+    tcp_proxy proxy(server.port());
+    redis::connection proxied(io, options_for(proxy.port()));
+    {
+        // The holder renews every third of a lease: its renewals remove the stalled waiter.
+        redis::semaphore holding(second, "jobs", 1, lease);
+        redis::semaphore stalled(proxied, "jobs", 1, lease);
+        acquired h = hold(holding, 1);
+        auto f = acquire(stalled, 1);
+        eventually([&] { return queue_length("jobs") == "1"; });
+
+        proxy.hold();
+        eventually([&] { return queue_length("jobs") == "0"; });
+        proxy.release(); // the held renewals answer lost
+        expect_queued("jobs", "1", f);
+
+        acquired a = served_after_release(h, f);
+        BOOST_TEST(a.p.count() == 1u);
+    }
+    proxied.close();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_queued_acquire_is_allocated_with_the_handlers_allocator, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, long_lease);
+    acquired h = hold(sem, 1);
+
+    allocation_counts counts;
+    to_future handler;
+    auto f = handler.get_future();
+    sem.async_acquire_permit(1, asio::bind_allocator(counting_allocator<void>(counts), std::move(handler)));
+    eventually([&] { return queue_length("jobs") == "1"; });
+    BOOST_TEST(counts.allocations.load() == 1u); // the operation, alive while it waits
+    BOOST_TEST(counts.deallocations.load() == 0u);
+
+    h.p = permit();
+    acquired a = wait(f);
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(counts.allocations.load() >= 1u);
+    BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,52 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_TEST_SUPPORT_REDIS_CLIENT_HPP
+#define ASIO_SYNC_TEST_SUPPORT_REDIS_CLIENT_HPP
+
+// Client-side helpers of the Redis tests: connection options for a test server, and bounded
+// waits on the futures the tests complete.
+
+#include <asio_sync/redis/connection_options.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+
+namespace asio_sync::test {
+
+// Bounds every wait, so that a bug fails the test instead of hanging it; no outcome depends on it.
+inline constexpr std::chrono::seconds redis_wait_limit{30};
+
+// Options for a test server: short reconnect delays, so that recoveries are quick.
+inline redis::connection_options options_for(std::uint16_t port)
+{
+    using namespace std::chrono_literals;
+    redis::connection_options options;
+    options.port = port;
+    options.reconnect_delay_min = 1ms;
+    options.reconnect_delay_max = 50ms;
+    return options;
+}
+
+template <class T>
+T wait(std::future<T>& f)
+{
+    BOOST_REQUIRE_MESSAGE(f.wait_for(redis_wait_limit) == std::future_status::ready,
+                          "no completion within the limit");
+    return f.get();
+}
+
+template <class T>
+bool is_ready(std::future<T>& f)
+{
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+} // namespace asio_sync::test
+
+#endif // ASIO_SYNC_TEST_SUPPORT_REDIS_CLIENT_HPP
