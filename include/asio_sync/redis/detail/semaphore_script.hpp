@@ -549,7 +549,7 @@ local function usage(keys, args)
     local now = '(' .. decimal(now_ms())
     local held = 0
     for _, id in ipairs(redis.call('ZRANGEBYSCORE', keys[HOLDERS], now, '+inf')) do
-        held = held + holder_info(keys, id)
+        held = held + (parse_holder_info(redis.call('HGET', keys[HOLDER_INFO], id)) or 0)
     end
     local capacity = tonumber(redis.call('HGET', keys[META], 'capacity')) or 0
     return {'usage', capacity, held, redis.call('ZCOUNT', keys[WAITER_DEADLINES], now, '+inf')}
