@@ -151,7 +151,7 @@ SCENARIOS = [
     ]),
     Scenario("notify hand-off between 2 coroutines, 2 threads", [
         cpp(OURS, "condition_variable + mutex", "BM_condition_variable_notify_one/threads:2/real_time"),
-        cpp("bare reference", "steady_timer cancelled to wake, on a strand", "BM_timer_cancel_handoff/threads:2/real_time"),
+        cpp("Asio timer", "steady_timer cancelled to wake, on a strand", "BM_timer_cancel_handoff/threads:2/real_time"),
         cpp("Asio channel", "concurrent_channel per direction", "BM_channel_handoff/threads:2/real_time"),
         tokio("notify handoff threads:2", "Notify per direction + Mutex"),
     ]),

@@ -5,12 +5,14 @@
 
 // The broadcast engine of manual_reset_event under the interleaving checker: every interleaving
 // of its shared-memory steps, with waits, sets, resets and cancellations on separate threads. The
-// same engine queues condition_variable's waits, which notify_one grants one at a time.
+// same engine queues condition_variable's waits, which notify_one grants one at a time, and
+// latch's, which the count_down that brings its count (latch_count) to zero sets.
 
 #define BOOST_TEST_MODULE event_core
 #include <boost/test/unit_test.hpp>
 
 #include <asio_sync/detail/event_core.hpp>
+#include <asio_sync/detail/latch_count.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 
 #include "support/dsched_scripted.hpp"
@@ -34,12 +36,15 @@ namespace {
 // Scripted threads on one engine. After every step: no waiter completes twice. At the end:
 // every waiter completed once, except one still queued while the event is clear; none is queued
 // while the event is set (a lost wake-up); and once a condition variable's state was made ready
-// and notified, a waiter still queued means another was granted (else the notification was lost).
+// and notified, a waiter still queued means another was granted (else the notification was lost);
+// a latch's count lost no count_down, and reached zero in exactly one.
 class scripted : public dsched::scripted_scenario<scripted>
 {
 public:
-    scripted(bool initially_set, std::size_t waiters, std::vector<script> scripts)
-        : scripted_scenario(std::move(scripts)), core_(initially_set), waiters_(waiters), skipped_(waiters)
+    scripted(bool initially_set, std::size_t waiters, std::vector<script> scripts,
+             std::size_t latch_count = 0)
+        : scripted_scenario(std::move(scripts)), core_(initially_set), is_latch_(latch_count != 0),
+          latch_count_(latch_count), latch_left_(latch_count), waiters_(waiters), skipped_(waiters)
     {
     }
 
@@ -77,6 +82,17 @@ public:
         finish([&](waiter_list& done) { core_.set(done); });
     }
     void reset() { core_.reset(); }
+
+    // basic_latch::count_down.
+    void count_down(std::size_t n)
+    {
+        latch_left_ -= n;
+        if (latch_count_.count_down(n))
+        {
+            ++latch_openings_;
+            set();
+        }
+    }
     void cancel(std::size_t i)
     {
         finish([&](waiter_list& done) { core_.cancel(&waiters_[i].handle, waiter_outcome::aborted, done); });
@@ -107,6 +123,12 @@ public:
         }
         if (ready_ && queued && !granted)
             fail("a waiter is queued after the notification, which woke nobody: lost wake-up");
+        if (latch_openings_ > 1)
+            fail("the latch's count reached zero twice");
+        if (latch_count_.load() != latch_left_)
+            fail("the latch's count lost a count_down");
+        else if (is_latch_ && latch_left_ == 0 && latch_openings_ != 1)
+            fail("the latch's count reached zero but no count_down opened it");
     }
 
     const waiter& w(std::size_t i) const { return waiters_[i]; }
@@ -120,15 +142,21 @@ private:
     }
 
     checked_core core_;
+    bool is_latch_;                                              // the scenario counts a latch down
+    asio_sync::detail::latch_count<dsched::atomic> latch_count_; // a latch's count, over core_
+    std::size_t latch_left_;   // what the count must be after the count_downs so far
+    int latch_openings_ = 0;   // count_downs that reached zero
     dsched::mutex user_mutex_; // the caller's asio_sync::mutex
     bool ready_ = false;       // the condition variable's state, guarded by user_mutex_
     std::vector<waiter> waiters_;
     std::vector<bool> skipped_; // waits that found the state ready and did not queue
 };
 
-dsched::exploration explore(bool initially_set, std::size_t waiters, std::vector<scripted::script> scripts)
+dsched::exploration explore(bool initially_set, std::size_t waiters, std::vector<scripted::script> scripts,
+                            std::size_t latch_count = 0)
 {
-    return dsched::explore([&] { return std::make_unique<scripted>(initially_set, waiters, scripts); });
+    return dsched::explore(
+        [&] { return std::make_unique<scripted>(initially_set, waiters, scripts, latch_count); });
 }
 
 } // namespace
@@ -198,6 +226,31 @@ BOOST_AUTO_TEST_CASE(notify_one_racing_a_cancellation)
                                                         },
                                                         [](scripted& s) { s.wait_unless_ready(1); },
                                                         [](scripted& s) { s.make_ready_and_notify_one(); }}));
+}
+
+// A latch's window: the count_down that brings the count to zero races the last wait, which is
+// either let through or queued and then completed, never stranded on an open latch; the two
+// count_downs race each other, and exactly one of them opens the latch.
+BOOST_AUTO_TEST_CASE(count_down_racing_the_last_waiter)
+{
+    report("count_down_racing_the_last_waiter",
+           explore(false, 1,
+                   {[](scripted& s) { s.wait(0); }, [](scripted& s) { s.count_down(1); },
+                    [](scripted& s) { s.count_down(1); }},
+                   2));
+}
+
+// The same with the waiter cancelled: it completes once, aborted or let through.
+BOOST_AUTO_TEST_CASE(count_down_racing_a_cancellation)
+{
+    report("count_down_racing_a_cancellation",
+           explore(false, 1,
+                   {[](scripted& s) {
+                        s.wait(0);
+                        s.cancel(0);
+                    },
+                    [](scripted& s) { s.count_down(1); }, [](scripted& s) { s.count_down(1); }},
+                   2));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

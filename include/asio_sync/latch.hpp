@@ -8,6 +8,7 @@
 
 #include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/event_wait.hpp>
+#include <asio_sync/detail/latch_count.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -15,11 +16,8 @@
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/query.hpp>
 #include <boost/system/error_code.hpp>
-#include <boost/throw_exception.hpp>
 
-#include <atomic>
 #include <cstddef>
-#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -110,14 +108,7 @@ public:
     /// @throws std::invalid_argument if `n > count()`; the count is left as it was.
     void count_down(std::size_t n = 1)
     {
-        std::size_t count = count_.load(std::memory_order_relaxed);
-        do
-        {
-            if (n > count)
-                boost::throw_exception(std::invalid_argument("asio_sync: latch count_down below zero"));
-        } while (!count_.compare_exchange_weak(count, count - n, std::memory_order_acq_rel,
-                                               std::memory_order_relaxed));
-        if (n != 0 && count == n)
+        if (count_.count_down(n))
             impl_.set();
     }
 
@@ -125,7 +116,7 @@ public:
     bool try_wait() const noexcept { return impl_.core.is_set(); }
 
     /// Returns the current count. Lock-free.
-    std::size_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
+    std::size_t count() const noexcept { return count_.load(); }
 
     /// Completes every queued wait with `boost::asio::error::operation_aborted`, oldest first;
     /// the count is not affected.
@@ -170,7 +161,7 @@ public:
 private:
     executor_type executor_;
     detail::event_impl impl_; // set once the count reaches zero
-    std::atomic<std::size_t> count_;
+    detail::latch_count<> count_;
 };
 
 /// A latch with the default executor type, `boost::asio::any_io_executor`.

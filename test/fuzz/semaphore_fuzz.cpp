@@ -39,7 +39,6 @@
 #include <boost/system/error_code.hpp>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -54,16 +53,11 @@
 #include <utility>
 #include <vector>
 
-#if defined(ASIO_SYNC_FUZZ_REPLAY)
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#endif
+#define ASIO_SYNC_FUZZ_TARGET "semaphore_fuzz"
+#include "harness.hpp"
 
 namespace asio = boost::asio;
 using boost::system::error_code;
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
 // Semantic coverage: one counter per (operation, state of its semaphore before it, outcome). Code
 // edges do not tell apart a forget_permits on a closed semaphore from one on an open semaphore, or
@@ -77,72 +71,11 @@ std::uint8_t asio_sync_fuzz_features[32 * 32 * 2];
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Failure reporting. With tracing on, every operation appends a line to the trace, so a mismatch
-// can be read as a story rather than reconstructed from the input bytes. Formatting the trace
-// costs a fifth of the fuzzer's speed, so it is off while fuzzing: the harness is deterministic,
-// and a mismatch reruns the input with tracing on to produce it.
-
-std::string trace;
-bool tracing = false;
-bool print_trace_always = false;
-const std::uint8_t* input_data = nullptr; // the input being run, for the rerun
-std::size_t input_size = 0;
-const char* input_name = nullptr; // the file being replayed, if any
-
-void run_input(const std::uint8_t* data, std::size_t size);
-
-__attribute__((format(printf, 1, 0))) void vappend(const char* format, std::va_list args)
-{
-    char line[512];
-    std::vsnprintf(line, sizeof line, format, args);
-    trace += line;
-    trace += '\n';
-}
-
-__attribute__((format(printf, 1, 2))) void note(const char* format, ...)
-{
-    if (!tracing)
-        return;
-    std::va_list args;
-    va_start(args, format);
-    vappend(format, args);
-    va_end(args);
-}
-
-[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char* format, ...)
-{
-    const bool traced = tracing;
-    tracing = true;
-    std::fflush(stdout);
-    std::va_list args;
-    va_start(args, format);
-    trace += "MISMATCH: ";
-    vappend(format, args);
-    va_end(args);
-    if (!traced)
-    {
-        // The objects of the failed run are abandoned, not destroyed: the rerun builds its own.
-        std::fprintf(stderr, "semaphore_fuzz: %ssemaphore_fuzz: rerunning the input with the trace on\n",
-                     trace.c_str());
-        run_input(input_data, input_size);
-        std::fprintf(stderr, "semaphore_fuzz: the rerun did not fail: the harness is not deterministic\n");
-        std::abort();
-    }
-    std::fprintf(stderr, "semaphore_fuzz: operation trace:\n%ssemaphore_fuzz: mismatch with the model%s%s\n",
-                 trace.c_str(), input_name ? ", input " : "", input_name ? input_name : "");
-    std::fflush(stderr);
-    // Abort rather than throw: libFuzzer must see a crash, and the code under test must not get a
-    // chance to swallow the failure.
-    std::abort();
-}
-
-#define FUZZ_CHECK(condition, ...)                                                                           \
-    do                                                                                                       \
-    {                                                                                                        \
-        if (!(condition))                                                                                    \
-            fail(__VA_ARGS__);                                                                               \
-    } while (false)
+using asio_sync::fuzz::fail;
+using asio_sync::fuzz::note;
+using asio_sync::fuzz::reader;
+using asio_sync::fuzz::trace;
+using asio_sync::fuzz::tracing;
 
 // ---------------------------------------------------------------------------------------------
 // A manual execution context: handlers queue up until the fuzzer runs them, one at a time, so the
@@ -435,22 +368,6 @@ struct sem_model
 };
 
 // Input bytes; reads past the end give 0, so every input decodes to something.
-struct reader
-{
-    const std::uint8_t* data;
-    std::size_t size;
-
-    bool empty() const noexcept { return size == 0; }
-
-    std::uint8_t byte() noexcept
-    {
-        if (size == 0)
-            return 0;
-        --size;
-        return *data++;
-    }
-};
-
 std::size_t decode_initial(std::uint8_t b)
 {
     switch (b % 8)
@@ -1907,79 +1824,9 @@ private:
 
 } // namespace
 
-namespace {
-
-void run_input(const std::uint8_t* data, std::size_t size)
+void asio_sync::fuzz::run_input(const std::uint8_t* data, std::size_t size)
 {
     trace.clear();
     harness h;
     h.run(reader{data, size});
 }
-
-} // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
-{
-    input_data = data;
-    input_size = size;
-    tracing = print_trace_always;
-    run_input(data, size);
-    if (print_trace_always)
-        std::fputs(trace.c_str(), stdout);
-    return 0;
-}
-
-#if defined(ASIO_SYNC_FUZZ_REPLAY)
-
-namespace {
-
-void replay_file(const std::filesystem::path& path)
-{
-    std::ifstream file(path, std::ios::binary);
-    if (!file)
-    {
-        std::fprintf(stderr, "semaphore_fuzz: cannot read %s\n", path.c_str());
-        std::exit(2);
-    }
-    const std::vector<char> bytes{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-    if (print_trace_always)
-        std::printf("== %s\n", path.c_str());
-    input_name = path.c_str();
-    LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
-    input_name = nullptr;
-}
-
-} // namespace
-
-// Runs every input named on the command line (files, or directories of them, in name order).
-int main(int argc, char** argv)
-{
-    const char* env = std::getenv("ASIO_SYNC_FUZZ_TRACE");
-    print_trace_always = env && *env && std::string(env) != "0";
-    std::size_t count = 0;
-    for (int i = 1; i < argc; ++i)
-    {
-        const std::filesystem::path arg(argv[i]);
-        if (std::filesystem::is_directory(arg))
-        {
-            std::vector<std::filesystem::path> files;
-            for (const auto& entry : std::filesystem::directory_iterator(arg))
-                if (entry.is_regular_file())
-                    files.push_back(entry.path());
-            std::sort(files.begin(), files.end());
-            for (const auto& file : files)
-                replay_file(file);
-            count += files.size();
-        }
-        else
-        {
-            replay_file(arg);
-            ++count;
-        }
-    }
-    std::printf("semaphore_fuzz: %zu inputs replayed, no mismatch\n", count);
-    // An empty corpus would make the test pass without checking anything.
-    return count == 0 ? 1 : 0;
-}
-
-#endif
