@@ -470,6 +470,7 @@ BOOST_AUTO_TEST_CASE(closing_while_many_tasks_enter_and_leave_on_a_thread_pool)
     std::atomic<int> late_entries{0};
     std::atomic<bool> close_started{false};
     std::atomic<int> completions{0};
+    std::atomic<int> failed_closes{0};
     std::atomic<int> drained_on_completion{0};
     auto enter_and_leave = [&] {
         const bool closing = close_started.load();
@@ -494,7 +495,8 @@ BOOST_AUTO_TEST_CASE(closing_while_many_tasks_enter_and_leave_on_a_thread_pool)
             for (int c = 0; c < closes; ++c)
                 asio::post(pool, [&] {
                     g.async_close([&](error_code ec) {
-                        BOOST_TEST(!ec);
+                        // Counted, not checked here: Boost.Test's checks are not thread-safe.
+                        failed_closes += !!ec;
                         drained_on_completion += in_flight.load() == 0 && g.count() == 0;
                         ++completions;
                     });
@@ -503,6 +505,7 @@ BOOST_AUTO_TEST_CASE(closing_while_many_tasks_enter_and_leave_on_a_thread_pool)
     }
     pool.join();
     BOOST_TEST(completions.load() == closes);
+    BOOST_TEST(failed_closes.load() == 0);
     BOOST_TEST(drained_on_completion.load() == closes);
     BOOST_TEST(late_entries.load() == 0);
     BOOST_TEST(entered.load() + refused.load() == tasks);
