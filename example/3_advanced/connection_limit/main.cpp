@@ -515,8 +515,8 @@ private:
 // `in_flight` is the session's entry in the server's gate: it leaves when the coroutine ends, on
 // whichever path.
 awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::gate::guard in_flight,
-                              asio_sync::semaphore& limit, fleet_limit* fleet, server_stats& stats,
-                              milliseconds work_time)
+                              asio_sync::semaphore& limit, [[maybe_unused]] fleet_limit* fleet,
+                              server_stats& stats, milliseconds work_time)
 {
     std::string request;
     auto [read_ec, request_size] =
@@ -657,7 +657,7 @@ awaitable<void> report_progress(clock_type::time_point start, asio_sync::semapho
 
 awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_point start,
                              tcp::acceptor& acceptor, asio_sync::semaphore& limit, asio_sync::gate& sessions,
-                             fleet_limit* fleet, server_stats& stats)
+                             [[maybe_unused]] fleet_limit* fleet, server_stats& stats)
 {
     asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
     co_await timer.async_wait(as_result);
@@ -668,8 +668,6 @@ awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_p
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
     if (fleet)
         fleet->semaphore().cancel(); // so do the sessions still in the fleet-wide queue
-#else
-    (void)fleet;
 #endif
     std::printf("%5.2fs  shutting down: acceptor closed, semaphore closed with %zu sessions queued\n",
                 seconds_since(start), queued);
