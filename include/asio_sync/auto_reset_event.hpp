@@ -31,8 +31,8 @@ namespace asio_sync {
 /// built on one: every guarantee of the semaphore holds for `async_wait` as for `async_acquire(1)`
 /// (FIFO, never inline, never under the lock, per-operation cancellation, the **Faults** rule:
 /// the set of a completion that cannot be delivered passes to the next waiter or stays, context
-/// shutdown, allocation only with the handler's allocator). `is_set`, `reset`, a wait on a set
-/// event and a `set` while nobody waits are lock-free.
+/// shutdown, allocation only with the handler's allocator). `is_set`, `reset` and a wait on a set
+/// event are lock-free; `set` takes the internal lock for a moment (see `set`).
 ///
 /// **Memory ordering.** Everything a thread did before `set()` happens-before the completion of
 /// the wait that this set lets through (or the `reset()` that clears it).
@@ -94,7 +94,9 @@ public:
     const executor_type& get_executor() const noexcept { return signal_.get_executor(); }
 
     /// Sets the event: completes the oldest queued wait, or, if nobody waits, leaves the event set
-    /// for the next wait. Setting a set event does nothing.
+    /// for the next wait. Setting a set event does nothing. Sets made at the same time from other
+    /// threads are decided one after the other under the internal lock, so each of them that finds
+    /// a wait queued completes one.
     void set() noexcept { signal_.try_release(1); }
 
     /// Clears the event if it is set. Lock-free.
