@@ -638,6 +638,37 @@ BOOST_AUTO_TEST_CASE(a_predicate_that_throws_later_leaves_the_lock_held)
     BOOST_TEST(lock.owns_lock());
 }
 
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+// A predicate that throws at its first evaluation, awaited with use_awaitable or
+// as_tuple(use_awaitable): the exception comes out of the co_await, the lock held, and the
+// coroutine goes on; it does not escape the executor's run() while the coroutine stays suspended.
+BOOST_AUTO_TEST_CASE(a_predicate_that_throws_at_once_reaches_the_awaiting_coroutine)
+{
+    waiters w;
+    int caught = 0;
+    int held = 0;
+    const auto wait = [&](auto token) -> asio::awaitable<void> {
+        lock_type lock = co_await w.mutex.async_scoped_lock(asio::use_awaitable);
+        try
+        {
+            co_await w.cv.async_wait(
+                lock, []() -> bool { throw std::runtime_error("predicate"); }, token);
+        }
+        catch (const std::runtime_error&)
+        {
+            ++caught;
+            held += lock.owns_lock();
+        }
+    };
+    asio::co_spawn(w.ctx, wait(asio::use_awaitable), asio::detached);
+    asio::co_spawn(w.ctx, wait(asio::as_tuple(asio::use_awaitable)), asio::detached);
+    BOOST_CHECK_NO_THROW(drain(w.ctx));
+    BOOST_TEST(caught == 2);
+    BOOST_TEST(held == 2);
+    BOOST_TEST(w.mutex.try_lock()); // each coroutine's lock unlocked at its end
+}
+#endif
+
 // With a shared_mutex, a shared_lock waits and relocks in shared mode, a unique_lock exclusively.
 BOOST_AUTO_TEST_CASE(works_with_a_shared_mutex_in_either_mode)
 {

@@ -240,15 +240,20 @@ public:
     /// one outcome.
     ///
     /// @par Executor
-    /// As `async_wait(lock, token)`. `pred` runs on the handler's executor (in the initiating
-    /// function the first time).
+    /// As `async_wait(lock, token)`. `pred` runs on the handler's executor, except the first time:
+    /// in the initiating function, or, for a coroutine awaiting with `boost::asio::use_awaitable`
+    /// or `as_tuple(use_awaitable)`, in the coroutine before it suspends.
     ///
     /// @par Errors
     /// As `async_wait(lock, token)`, except that `operation_aborted` also comes from a
     /// cancellation, `cancel()` or the destruction of the condition variable while a notified
     /// round relocks or evaluates `pred`. An exception thrown by `pred` propagates from where it
-    /// ran: the initiating function, or the handler's executor. Either way `lock` then owns the
-    /// mutex, and after the first round the handler is destroyed without being invoked.
+    /// ran: the initiating function (a coroutine awaiting with `use_awaitable` or
+    /// `as_tuple(use_awaitable)` gets it from its `co_await`), or the handler's executor. Either
+    /// way `lock` then owns the mutex, and after the first round the handler (for a coroutine, its
+    /// frame) is destroyed without being invoked. A `deferred` operation awaited in a coroutine
+    /// starts once the coroutine has suspended: what `pred` throws at its first evaluation then
+    /// propagates from the executor, as an exception from any initiating function does there.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -269,9 +274,8 @@ public:
     auto async_wait(Lock& lock, Predicate&& pred,
                     WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
-            detail::initiate_condition_wait<Executor>(executor_, impl_), token, &lock,
-            std::forward<Predicate>(pred));
+        return detail::async_predicate_wait(executor_, impl_, lock, std::forward<Predicate>(pred),
+                                            std::forward<WaitToken>(token));
     }
 
 private:

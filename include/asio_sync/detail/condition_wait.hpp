@@ -6,6 +6,7 @@
 #ifndef ASIO_SYNC_DETAIL_CONDITION_WAIT_HPP
 #define ASIO_SYNC_DETAIL_CONDITION_WAIT_HPP
 
+#include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/completion.hpp>
 #include <asio_sync/detail/event_core.hpp>
@@ -399,6 +400,39 @@ private:
     const Executor* executor_;
     const std::shared_ptr<event_impl>* impl_;
 };
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+
+// `co_await cv.async_wait(lock, pred, use_awaitable)`: the predicate is evaluated first in the
+// coroutine, before it suspends, so that what it throws comes out of the co_await (the lock still
+// held); an initiation that runs once the coroutine has suspended could not report it. The
+// wait then starts as usual.
+template <class Token, class Executor, class Lock, class Predicate>
+boost::asio::awaitable<awaitable_value_t<Token, signal_grant>, typename awaitable_token<Token>::executor>
+predicate_wait_awaitable(Executor ex, const std::shared_ptr<event_impl>& impl, Lock& lock, Predicate pred)
+{
+    BOOST_ASSERT_MSG(lock.owns_lock(), "asio_sync::basic_condition_variable::async_wait without the lock");
+    const bool holds = pred();
+    auto deferred = awaitable_token<Token>::deferred();
+    co_return co_await boost::asio::async_initiate<decltype(deferred), void(boost::system::error_code)>(
+        initiate_condition_wait<Executor>(ex, impl), deferred, &lock, std::move(pred), holds);
+}
+
+#endif // defined(BOOST_ASIO_HAS_CO_AWAIT)
+
+template <class Token, class Executor, class Lock, class Predicate>
+auto async_predicate_wait(const Executor& ex, const std::shared_ptr<event_impl>& impl, Lock& lock,
+                          Predicate&& pred, Token&& token)
+{
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+    if constexpr (!std::is_void_v<awaitable_executor_t<Token>>)
+        return predicate_wait_awaitable<std::decay_t<Token>>(
+            ex, impl, lock, std::decay_t<Predicate>(std::forward<Predicate>(pred)));
+    else
+#endif
+        return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+            initiate_condition_wait<Executor>(ex, impl), token, &lock, std::forward<Predicate>(pred));
+}
 
 } // namespace asio_sync::detail
 
