@@ -390,6 +390,40 @@ BOOST_AUTO_TEST_CASE(the_relock_is_submitted_not_invoked)
     BOOST_TEST(out->calls == 1);
 }
 
+// A handler that could also be called with no arguments (a variadic lambda), returning nothing or
+// a bool, is a completion handler: the wait gives the mutex up and the handler gets the error code.
+BOOST_AUTO_TEST_CASE(a_variadic_lambda_is_a_completion_handler_not_a_predicate)
+{
+    waiters w;
+    int calls = 0;
+    error_code last = asio::error::fault;
+    lock_type& first = w.lock();
+    w.cv.async_wait(first, [&](auto&&... ec) {
+        ++calls;
+        ((last = ec), ...);
+    });
+    BOOST_TEST(!first.owns_lock()); // a plain wait: it gave the mutex up
+    w.cv.notify_one();
+    drain(w.ctx);
+    BOOST_TEST(calls == 1);
+    BOOST_TEST(!last);
+    BOOST_TEST(first.owns_lock());
+    first.unlock();
+
+    lock_type& second = w.lock();
+    w.cv.async_wait(second, [&](auto&&... ec) {
+        ++calls;
+        ((last = ec), ...);
+        return true;
+    });
+    BOOST_TEST(!second.owns_lock());
+    w.cv.cancel();
+    drain(w.ctx);
+    BOOST_TEST(calls == 2);
+    BOOST_TEST(last == asio::error::operation_aborted);
+    BOOST_TEST(second.owns_lock());
+}
+
 BOOST_AUTO_TEST_CASE(a_predicate_true_at_the_call_completes_without_unlocking)
 {
     waiters w;

@@ -207,12 +207,15 @@ public:
     /// @tparam Lock `std::unique_lock<M>` (exclusive) or `std::shared_lock<M>` (shared), where
     /// `M` is an `asio_sync::basic_mutex` or `asio_sync::basic_shared_mutex`.
     /// @param lock The lock the caller holds.
-    /// @param token The completion token.
+    /// @param token The completion token. A callable that accepts a `boost::system::error_code` is
+    /// a completion handler here, even one that could also be called with no arguments (a
+    /// variadic lambda); any other callable with no arguments that returns something convertible
+    /// to `bool` is taken for a predicate (see the overload below).
     /// @returns what the token makes of the operation.
     template <class Lock,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
-              std::enable_if_t<!std::is_invocable_v<WaitToken&>, int> = 0>
+              std::enable_if_t<!detail::is_wait_predicate_v<WaitToken>, int> = 0>
     auto async_wait(Lock& lock, WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
@@ -262,7 +265,9 @@ public:
     /// As `async_wait(lock, token)`; `pred` is moved into the operation.
     ///
     /// @tparam Lock As `async_wait(lock, token)`.
-    /// @tparam Predicate Callable with no arguments, returning something convertible to `bool`.
+    /// @tparam Predicate Callable with no arguments, returning something convertible to `bool`,
+    /// and not callable with a `boost::system::error_code`: such a callable (a variadic lambda, for
+    /// one) is a completion handler for `async_wait(lock, token)`.
     /// @param lock The lock the caller holds.
     /// @param pred The condition to wait for.
     /// @param token The completion token.
@@ -270,7 +275,7 @@ public:
     template <class Lock, class Predicate,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
-              std::enable_if_t<std::is_invocable_r_v<bool, std::decay_t<Predicate>&>, int> = 0>
+              std::enable_if_t<detail::is_wait_predicate_v<Predicate>, int> = 0>
     auto async_wait(Lock& lock, Predicate&& pred,
                     WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {

@@ -29,6 +29,14 @@
 
 namespace asio_sync::detail {
 
+// Whether async_wait(lock, f) takes f for a predicate: callable with no arguments, returning
+// something convertible to bool, and not callable with an error code, as a completion handler is.
+// A variadic lambda is both; it is a handler.
+template <class T>
+inline constexpr bool is_wait_predicate_v =
+    std::is_invocable_r_v<bool, std::decay_t<T>&> &&
+    !std::is_invocable_v<std::decay_t<T>&, const boost::system::error_code&>;
+
 // How a condition variable gives back and takes back the lock a waiter holds, with the mutex's own
 // scoped acquire: a std::unique_lock in exclusive mode, a std::shared_lock in shared mode.
 template <class Lock>
