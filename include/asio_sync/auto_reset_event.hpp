@@ -87,7 +87,8 @@ public:
     basic_auto_reset_event& operator=(const basic_auto_reset_event&) = delete;
 
     /// Destroys the event. Queued waits complete with `boost::asio::error::operation_aborted`
-    /// (posted, oldest first); none is invoked inside the destructor.
+    /// (posted, oldest first); none is invoked inside the destructor. No cancellation signal bound
+    /// to one of its waits may be emitted after this.
     ~basic_auto_reset_event() = default;
 
     /// Returns the executor associated with the event.
@@ -128,6 +129,13 @@ public:
     /// `operation_aborted` (the set passed to the next waiter, or the event stays set). A wait
     /// decided at initiation is not cancellable.
     ///
+    /// Racing the wait against a timer with `||` (Asio's awaitable operators) can lose a set: when
+    /// the wait takes a set just as the timer wins, `||` reports the timer and discards the wait's
+    /// success, and the event is clear although nobody acted on the set.
+    /// `basic_semaphore::async_acquire` has the same hazard (see the FAQ).
+    /// `experimental::make_parallel_group` with `wait_for_one` hands its handler the wait's own
+    /// result instead: a wait that succeeded took the set, to act on or to put back with `set()`.
+    ///
     /// @par Executor
     /// As `basic_semaphore::async_acquire`: the handler is submitted to its associated executor
     /// (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work tracked
@@ -140,6 +148,12 @@ public:
     /// .
     /// If the completion of a wait decided at once cannot be submitted, this function throws what
     /// the executor or allocator threw, and the event is set again.
+    ///
+    /// @par Object lifetimes
+    /// The event must exist for the whole call; afterwards it may be destroyed while the wait is
+    /// queued, which then completes with `operation_aborted`. A cancellation signal bound to the
+    /// operation must not be emitted after the event is destroyed: its cancellation handler refers
+    /// to the event (the behaviour is undefined).
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function.

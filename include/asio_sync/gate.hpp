@@ -65,7 +65,8 @@ namespace asio_sync {
 /// started.
 ///
 /// **Lifetime.** The gate must outlive its guards (debug builds assert it, as Seastar's gate does)
-/// and any call on it. It may outlive its execution context: context shutdown destroys the waiting
+/// and any call on it, and no cancellation signal bound to one of its closes may be emitted after
+/// it is destroyed. It may outlive its execution context: context shutdown destroys the waiting
 /// closes' handlers without invoking them.
 ///
 /// **Not copyable, not movable:** guards and queued operations refer to the gate by address.
@@ -172,6 +173,12 @@ public:
     /// If the completion of a close decided at once cannot be submitted, this function throws what
     /// the executor or allocator threw; a close that cannot allocate its operation throws. Either
     /// way the gate is closed.
+    ///
+    /// @par Object lifetimes
+    /// The gate must exist until the operation completes: a close that waits means a guard is
+    /// alive, and the gate must outlive its guards. A cancellation signal bound to the operation
+    /// must not be emitted after the gate is destroyed: its cancellation handler refers to the
+    /// gate (the behaviour is undefined).
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function.
