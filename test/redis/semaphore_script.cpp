@@ -380,10 +380,10 @@ BOOST_FIXTURE_TEST_CASE(an_expired_waiter_is_not_renewed_even_before_it_is_reape
     // More expired entries than one call reaps, the caller's own last by deadline.
     capacity = 1;
     BOOST_TEST(acquire("holder", 1) == "granted\n1\n1");
-    for (std::size_t i = 0; i < script::reap_limit; ++i)
+    for (std::size_t i = 0; i < asio_sync::redis::detail::semaphore_library::reap_limit; ++i)
         BOOST_TEST(starts_with(acquire("w" + std::to_string(i), 1, short_lease), "queued"));
     outlive(1ms); // so that the reaping, by deadline, takes the others first
-    BOOST_TEST(acquire("last", 1, short_lease) == "queued\n" + std::to_string(script::reap_limit + 1));
+    BOOST_TEST(acquire("last", 1, short_lease) == "queued\n" + std::to_string(asio_sync::redis::detail::semaphore_library::reap_limit + 1));
     outlive(short_lease);
     BOOST_TEST(renew("last") == "lost");
     BOOST_TEST(!stored("last"));
@@ -403,14 +403,14 @@ BOOST_FIXTURE_TEST_CASE(one_call_reaps_a_bounded_number_of_entries, semaphore_fi
         BOOST_TEST(starts_with(acquire("w" + std::to_string(i), 1, short_lease), "queued"));
     outlive(short_lease);
 
-    static_assert(holders < script::reap_limit && holders + waiters > script::reap_limit &&
-                  holders + waiters <= 2 * script::reap_limit);
+    static_assert(holders < asio_sync::redis::detail::semaphore_library::reap_limit && holders + waiters > asio_sync::redis::detail::semaphore_library::reap_limit &&
+                  holders + waiters <= 2 * asio_sync::redis::detail::semaphore_library::reap_limit);
     BOOST_TEST(release("nobody") == "lost");
     BOOST_TEST(count(semaphore_key::holders, "ZCARD") == 0);
     BOOST_TEST(count(semaphore_key::waiter_deadlines, "ZCARD") ==
-               static_cast<long long>(holders + waiters - script::reap_limit));
+               static_cast<long long>(holders + waiters - asio_sync::redis::detail::semaphore_library::reap_limit));
     BOOST_TEST(count(semaphore_key::queue, "ZCARD") ==
-               static_cast<long long>(holders + waiters - script::reap_limit));
+               static_cast<long long>(holders + waiters - asio_sync::redis::detail::semaphore_library::reap_limit));
     BOOST_TEST(release("nobody") == "lost");
     BOOST_TEST(command({"DBSIZE"}) == "2"); // meta and seq
     BOOST_TEST(check() == "ok\n0\n0\n0");

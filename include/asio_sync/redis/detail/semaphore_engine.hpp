@@ -473,7 +473,8 @@ public:
     {
         if (ec)
             return ec == redis::error::server_error ? error_of(r) : ec;
-        if (r.kind != reply_kind::array || r.elements.size() != 4 || r.elements[0].text != "usage")
+        if (r.kind != reply_kind::array || r.elements.size() != 4 ||
+            r.elements[0].text != word(reply_word::usage))
             return redis::error::server_error;
         for (std::size_t i = 0; i < 3; ++i)
             values[i] = static_cast<std::size_t>(number(r.elements[i + 1]));
@@ -532,6 +533,19 @@ private:
         return nullptr;
     }
 
+    using reply_word = semaphore_library::reply_word;
+    using error_prefix = semaphore_library::error_prefix;
+
+    static std::string_view word(reply_word w) noexcept
+    {
+        return semaphore_library::reply_words[static_cast<std::size_t>(w)];
+    }
+
+    static bool starts_with(std::string_view text, error_prefix prefix) noexcept
+    {
+        return text.rfind(semaphore_library::error_prefixes[static_cast<std::size_t>(prefix)], 0) == 0;
+    }
+
     static std::uint64_t number(const reply& r)
     {
         if (r.kind == reply_kind::integer)
@@ -544,7 +558,7 @@ private:
         if (r.kind != reply_kind::array || r.elements.empty())
             return {};
         state s{r.elements[0].text};
-        if (s.word == "granted" && r.elements.size() >= 2)
+        if (s.word == word(reply_word::granted) && r.elements.size() >= 2)
             s.fence = number(r.elements[1]);
         return s;
     }
@@ -552,13 +566,13 @@ private:
     static boost::system::error_code error_of(const reply& r)
     {
         const std::string_view text = r.text;
-        if (text.rfind("ASIO_SYNC_CAPACITY", 0) == 0)
+        if (starts_with(text, error_prefix::capacity))
             return redis::error::capacity_mismatch;
-        if (text.rfind("ASIO_SYNC_TOO_MANY", 0) == 0)
+        if (starts_with(text, error_prefix::too_many))
             return asio_sync::error::too_many_permits;
         if (text.rfind("WRONGTYPE", 0) == 0)
             return redis::error::wrong_type;
-        if (text.rfind("ASIO_SYNC_ARGUMENT", 0) == 0)
+        if (starts_with(text, error_prefix::argument))
             return redis::error::invalid_argument;
         if (text.rfind("NOPERM", 0) == 0)
             return redis::error::no_permission;
@@ -652,11 +666,11 @@ private:
             }
             if (ec)
                 fail(*w, ec == redis::error::server_error ? error_of(r) : ec, done);
-            else if (const state s = parse(r); s.word == "granted")
+            else if (const state s = parse(r); s.word == word(reply_word::granted))
                 grant(*w, s.fence, done);
-            else if (s.word == "busy")
+            else if (s.word == word(reply_word::busy))
                 fail(*w, boost::asio::error::would_block, done);
-            else if (s.word == "queued")
+            else if (s.word == word(reply_word::queued))
             {
                 w->remotely_queued = true;
                 watch_earliest_holder();
@@ -730,7 +744,7 @@ private:
                 }
                 if (!op)
                     return;
-                if (!ec && parse(r).word == "lost")
+                if (!ec && parse(r).word == word(reply_word::lost))
                     ec = redis::error::lease_lost;
                 else if (ec == redis::error::server_error)
                     ec = error_of(r);
@@ -793,17 +807,17 @@ private:
             if (!w)
                 return;
             const state s = parse(r);
-            if (s.word == "queued")
+            if (s.word == word(reply_word::queued))
             {
                 w->sent_at = sent_at;
                 watch_earliest_holder();
             }
-            else if (s.word == "granted")
+            else if (s.word == word(reply_word::granted))
             {
                 w->sent_at = sent_at;
                 grant(*w, s.fence, done);
             }
-            else if (s.word == "lost")
+            else if (s.word == word(reply_word::lost))
             {
                 // Its waiter lease lapsed while the link was down: queue again under a new id (the
                 // old one is unknown to Redis, so it cannot be granted).
@@ -927,7 +941,7 @@ private:
             if (it == holders_.end() || it->second.lost)
                 return;
             holder& h = it->second;
-            if (parse(r).word == "granted")
+            if (parse(r).word == word(reply_word::granted))
             {
                 if (sent_at > h.renewed_at)
                     h.renewed_at = sent_at;
