@@ -138,7 +138,7 @@ struct fixture
 
     std::string last_fence(const std::string& name)
     {
-        return server.command({"GET", script(name).key(redis::detail::semaphore_key::seq)});
+        return server.command({"HGET", script(name).key(redis::detail::semaphore_key::meta), "seq"});
     }
 
     std::string queue_length(const std::string& name)
@@ -578,7 +578,7 @@ BOOST_FIXTURE_TEST_CASE(a_capacity_mismatch_is_refused, fixture)
 
 BOOST_FIXTURE_TEST_CASE(a_key_of_another_type_is_refused, fixture)
 {
-    redis_command({"SET", script("jobs").key(redis::detail::semaphore_key::queue), "x"});
+    redis_command({"SET", script("jobs").key(redis::detail::semaphore_key::meta), "x"});
     redis::semaphore sem(first, "jobs", 2, lease);
     auto f = acquire(sem, 1);
     BOOST_TEST(wait(f).ec == code(redis::error::wrong_type));

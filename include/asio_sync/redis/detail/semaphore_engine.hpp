@@ -371,7 +371,7 @@ public:
             }
         }
         for (const std::string& id : given_up)
-            send_release(id, nullptr);
+            send_release(id, 0, nullptr);
         core::complete_all(done);
     }
 
@@ -411,7 +411,7 @@ public:
             id = static_cast<remote_waiter*>(w)->id;
             remove(*w, why, done);
         }
-        send_release(id, nullptr);
+        send_release(id, 0, nullptr);
         return true;
     }
 
@@ -429,12 +429,14 @@ public:
     {
         core::waiter_list done;
         bool was_lost = false;
+        std::uint64_t fence = 0;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
             const auto it = holders_.find(id);
             if (it != holders_.end())
             {
                 was_lost = it->second.lost;
+                fence = it->second.fence;
                 finish_all(it->second.lost_waiters, boost::asio::error::operation_aborted, done);
                 holders_.erase(it);
             }
@@ -446,7 +448,7 @@ public:
                 complete(std::move(op), redis::error::lease_lost);
             return;
         }
-        send_release(id, std::move(op));
+        send_release(id, fence, std::move(op));
     }
 
     void wait_lost(const std::string& id, owned_op op)
@@ -485,6 +487,7 @@ private:
     struct holder
     {
         std::size_t n = 0;
+        std::uint64_t fence = 0;
         clock::time_point renewed_at{}; // send time of the last call that moved its deadline
         bool lost = false;
         core::waiter_list lost_waiters; // of coded_waiter
@@ -608,6 +611,7 @@ private:
     {
         holder& h = holders_[w.id];
         h.n = w.missing;
+        h.fence = fence;
         h.renewed_at = w.sent_at;
         h.lost_signal = std::make_shared<boost::asio::cancellation_signal>();
         w.fence = fence;
@@ -728,24 +732,29 @@ private:
         });
     }
 
-    // Sends release(`id`); `op` (if any) completes on the reply. If the library is missing, it is
-    // loaded again and the release sent once more.
-    void send_release(const std::string& id, owned_op op, bool reloaded = false)
+    // Sends release(`id`) of a holder with `fence` (0 for a waiter); `op` (if any) completes on the
+    // reply. If the library is missing, it is loaded again and the release sent once more. A
+    // release sent again after its reply was lost and that finds its id gone is a success: the
+    // first one ran.
+    void send_release(const std::string& id, std::uint64_t fence, owned_op op, bool reloaded = false,
+                      bool replayed = false)
     {
         connection_.async_execute(
-            script_.release(id), [self = this->shared_from_this(), id, op = std::move(op),
-                                  reloaded](boost::system::error_code ec, reply r) mutable {
+            script_.release(id, fence), [self = this->shared_from_this(), id, fence, op = std::move(op),
+                                         reloaded, replayed](boost::system::error_code ec, reply r) mutable {
                 if (ec == redis::error::connection_lost)
-                    return self->send_release(id, std::move(op), reloaded); // idempotent
+                    return self->send_release(id, fence, std::move(op), reloaded, true); // idempotent
                 if (ec == redis::error::server_error && library_missing(r) && !reloaded)
                 {
                     self->reload_library([](boost::system::error_code, const reply&) {});
-                    return self->send_release(id, std::move(op), true);
+                    return self->send_release(id, fence, std::move(op), true, replayed);
                 }
                 if (!op)
                     return;
-                if (!ec && parse(r).word == word(reply_word::lost))
+                if (!ec && !replayed && parse(r).word == word(reply_word::lost))
                     ec = redis::error::lease_lost;
+                else if (!ec && !replayed && parse(r).word == word(reply_word::state_lost))
+                    ec = redis::error::state_lost;
                 else if (ec == redis::error::server_error)
                     ec = error_of(r);
                 complete(std::move(op), ec);
@@ -788,7 +797,7 @@ private:
         }
         const clock::time_point now = clock::now();
         for (auto& [serial, id] : queued)
-            connection_.async_execute(script_.renew(id, lease_),
+            connection_.async_execute(script_.renew(id, lease_, 0),
                                       [self = this->shared_from_this(), serial = serial,
                                        now](boost::system::error_code ec, reply r) {
                                           self->on_waiter_renewed(serial, now, ec, r);
@@ -817,7 +826,7 @@ private:
                 w->sent_at = sent_at;
                 grant(*w, s.fence, done);
             }
-            else if (s.word == word(reply_word::lost))
+            else if (s.word == word(reply_word::lost) || s.word == word(reply_word::state_lost))
             {
                 // Its waiter lease lapsed while the link was down: queue again under a new id (the
                 // old one is unknown to Redis, so it cannot be granted).
@@ -829,56 +838,35 @@ private:
     }
 
     // A queued waiter waits for a release (published) or for a holder's lease to lapse, which
-    // nobody announces: the engine reads the earliest holder deadline and the server's clock, and
-    // renews its queued waiters when that deadline has passed, so that the call that reaps the
-    // lapsed holder serves them. A dead holder's permits thus come back one lease after its last
-    // renewal (plus a round trip), not at the waiters' next heartbeat. A holder that renewed
-    // meanwhile is found alive, and its new deadline read again. Under the mutex.
+    // nobody announces: the engine asks the library when a writing call may serve the queue (the
+    // earliest deadline, or the end of a quiet period) and renews its queued waiters then, so that
+    // the call that reaps the lapsed holder serves them. A dead holder's permits thus come back one
+    // lease after its last renewal (plus a round trip), not at the waiters' next heartbeat. Under
+    // the mutex.
     void watch_earliest_holder()
     {
         if (watching_ || stopped_)
             return;
         watching_ = true;
-        auto clocks = std::make_shared<holder_clocks>();
-        const auto on_reply = [self = this->shared_from_this(), clocks](bool is_time) {
-            return [self, clocks, is_time](boost::system::error_code ec, reply r) {
-                (is_time ? clocks->time : clocks->earliest) = std::move(r);
-                if (ec)
-                    clocks->failed = true;
-                if (clocks->replies.fetch_add(1, std::memory_order_acq_rel) == 1)
-                    self->on_holder_clocks(*clocks);
-            };
-        };
-        connection_.async_execute({"TIME"}, on_reply(true));
-        connection_.async_execute({"ZRANGE", script_.key(semaphore_key::holders), "0", "0", "WITHSCORES"},
-                                  on_reply(false));
+        connection_.async_execute(script_.watch(),
+                                  [self = this->shared_from_this()](boost::system::error_code ec, reply r) {
+                                      self->on_watch_reply(ec, r);
+                                  });
     }
 
-    // The replies of TIME and of the earliest holder deadline; the second to arrive acts.
-    struct holder_clocks
-    {
-        reply time;
-        reply earliest;
-        std::atomic<bool> failed{false};
-        std::atomic<int> replies{0};
-    };
-
-    void on_holder_clocks(const holder_clocks& clocks)
+    void on_watch_reply(boost::system::error_code ec, const reply& r)
     {
         const std::lock_guard<std::mutex> lock(mutex_);
         watching_ = false;
-        // An error, or no holder: the heartbeat and the published releases are the waiters' wake-ups.
-        if (clocks.failed || clocks.time.elements.size() != 2 || clocks.earliest.elements.size() != 2 ||
-            stopped_ || waiters_.empty())
+        // An error, or nothing to wait for: the heartbeat and the published releases are the
+        // waiters' wake-ups.
+        if (ec || r.elements.size() != 2 || r.elements[0].text != word(reply_word::wake) || stopped_ ||
+            waiters_.empty())
             return;
-        const std::uint64_t now_ms =
-            number(clocks.time.elements[0]) * 1000 + number(clocks.time.elements[1]) / 1000;
-        const std::uint64_t deadline_ms = number(clocks.earliest.elements[1]);
-        // The library reaps a holder whose deadline is at most its clock: wake 1 ms after it.
-        const std::uint64_t wait_ms = deadline_ms >= now_ms ? deadline_ms - now_ms + 1 : 1;
-        holder_expiry_.expires_after(std::chrono::milliseconds(wait_ms));
-        holder_expiry_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
-            if (!ec)
+        // The library reaps a deadline that is at most its clock: wake 1 ms after it.
+        holder_expiry_.expires_after(std::chrono::milliseconds(number(r.elements[1]) + 1));
+        holder_expiry_.async_wait([self = this->shared_from_this()](boost::system::error_code ec2) {
+            if (!ec2)
                 self->renew_queued_waiters();
         });
     }
@@ -901,7 +889,7 @@ private:
 
     void on_heartbeat()
     {
-        std::vector<std::string> renewing;
+        std::vector<std::pair<std::string, std::uint64_t>> renewing;
         std::vector<std::shared_ptr<boost::asio::cancellation_signal>> lost;
         core::waiter_list done;
         const clock::time_point now = clock::now();
@@ -914,17 +902,18 @@ private:
                 if (now - h.renewed_at >= lease_)
                     lose(h, lost, done);
                 else
-                    renewing.push_back(id);
+                    renewing.emplace_back(id, h.fence);
             }
             if (!stopped_ || !holders_.empty() || !waiters_.empty())
                 schedule_heartbeat();
         }
         notify_lost(lost, done);
-        for (const std::string& id : renewing)
-            connection_.async_execute(script_.renew(id, lease_), [self = this->shared_from_this(), id, now](
-                                                                     boost::system::error_code ec, reply r) {
-                self->on_holder_renewed(id, now, ec, r);
-            });
+        for (const auto& [id, fence] : renewing)
+            connection_.async_execute(
+                script_.renew(id, lease_, fence),
+                [self = this->shared_from_this(), id = id, now](boost::system::error_code ec, reply r) {
+                    self->on_holder_renewed(id, now, ec, r);
+                });
         renew_queued_waiters();
     }
 
@@ -947,17 +936,19 @@ private:
                     h.renewed_at = sent_at;
                 return;
             }
-            lose(h, lost, done);
+            lose(h, lost, done,
+                 parse(r).word == word(reply_word::state_lost) ? redis::error::state_lost
+                                                               : redis::error::lease_lost);
         }
         notify_lost(lost, done);
     }
 
     // Marks `h` lost: its waits for loss go to `done`, its signal to `lost`; under the mutex.
     static void lose(holder& h, std::vector<std::shared_ptr<boost::asio::cancellation_signal>>& lost,
-                     core::waiter_list& done)
+                     core::waiter_list& done, redis::error why = redis::error::lease_lost)
     {
         h.lost = true;
-        finish_all(h.lost_waiters, redis::error::lease_lost, done);
+        finish_all(h.lost_waiters, why, done);
         lost.push_back(h.lost_signal);
     }
 
@@ -981,7 +972,7 @@ private:
     std::mutex mutex_;
     boost::asio::steady_timer heartbeat_;
     boost::asio::steady_timer holder_expiry_; // the earliest holder deadline, while waiters are queued
-    bool watching_ = false;                   // its TIME and ZRANGE are in flight
+    bool watching_ = false;                   // its watch call is in flight
     const std::string id_prefix_;
     std::uint64_t id_counter_ = 0;
     bool stopped_ = false;

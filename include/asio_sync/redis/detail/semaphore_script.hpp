@@ -14,9 +14,9 @@
 
 #include <boost/throw_exception.hpp>
 
-#include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -92,15 +92,18 @@ public:
                       std::to_string(lease.count()), mode == acquire_mode::wait ? "wait" : "try"});
     }
 
-    std::vector<std::string> renew(std::string_view id, std::chrono::milliseconds lease) const
+    // `fence`: the holder's fence, or 0 for a waiter; a fence older than the state's epoch makes
+    // an unknown id state_lost instead of lost.
+    std::vector<std::string> renew(std::string_view id, std::chrono::milliseconds lease,
+                                   std::uint64_t fence) const
     {
         return fcall("FCALL", semaphore_library::function::renew,
-                     {channel_, id, std::to_string(lease.count())});
+                     {channel_, id, std::to_string(lease.count()), std::to_string(fence)});
     }
 
-    std::vector<std::string> release(std::string_view id) const
+    std::vector<std::string> release(std::string_view id, std::uint64_t fence) const
     {
-        return fcall("FCALL", semaphore_library::function::release, {channel_, id});
+        return fcall("FCALL", semaphore_library::function::release, {channel_, id, std::to_string(fence)});
     }
 
     // Read-only, so FCALL_RO: a replica may answer it.
@@ -117,6 +120,13 @@ public:
     std::vector<std::string> usage() const
     {
         return fcall("FCALL_RO", semaphore_library::function::usage, {});
+    }
+
+    // The time until a writing call may serve the queue: the earliest deadline, or the end of a
+    // quiet period.
+    std::vector<std::string> watch() const
+    {
+        return fcall("FCALL_RO", semaphore_library::function::watch, {});
     }
 
 private:
