@@ -48,6 +48,7 @@ namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::allocation_counts;
 using asio_sync::test::counting_allocator;
+using asio_sync::test::eventually;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
 using asio_sync::test::redis_server;
@@ -163,19 +164,6 @@ struct fixture
         BOOST_REQUIRE(!served.ec);
         BOOST_TEST(served.p.fencing_token() > fence);
         return served;
-    }
-
-    // Polls Redis until `f` holds; fails after the limit.
-    template <class Predicate>
-    void eventually(Predicate f)
-    {
-        const auto deadline = std::chrono::steady_clock::now() + limit;
-        while (!f())
-        {
-            BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
-                                  "condition not met within the limit");
-            std::this_thread::sleep_for(5ms);
-        }
     }
 
     redis_server server;

@@ -43,6 +43,7 @@ namespace {
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::child_process;
+using asio_sync::test::eventually;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
 using asio_sync::test::pipe_link;
@@ -72,19 +73,6 @@ std::string check(const redis_server& server)
 std::string queue_length(const redis_server& server)
 {
     return server.command({"ZCARD", script(name).key(redis::detail::semaphore_key::queue)});
-}
-
-// Polls until `f` holds; fails after the limit.
-template <class Predicate>
-void eventually(Predicate f)
-{
-    const auto deadline = std::chrono::steady_clock::now() + asio_sync::test::redis_wait_limit;
-    while (!f())
-    {
-        BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
-                              "condition not met within the limit");
-        std::this_thread::sleep_for(5ms);
-    }
 }
 
 std::string outcome(boost::system::error_code ec)

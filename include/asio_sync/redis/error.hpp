@@ -88,6 +88,12 @@ enum class error
     /// `lease_lost`; the semaphore started afresh, and grants nothing until every lease of the
     /// lost state has lapsed. See "Lost state" in docs/cluster.md.
     state_lost,
+
+    /// The server may evict the fleet-wide semaphore's keys: it has a `maxmemory` and a
+    /// `maxmemory-policy` other than `noeviction`. An evicted key loses permits, so the semaphore
+    /// refuses to acquire there; set `maxmemory-policy noeviction` (or no `maxmemory`). Checked on
+    /// each connect, where the server lets the connection read its configuration.
+    eviction_policy,
 };
 
 namespace detail {
@@ -132,6 +138,8 @@ public:
             return "the semaphore's function library refused a malformed call";
         case error::state_lost:
             return "Redis lost the semaphore's state while the permit was held";
+        case error::eviction_policy:
+            return "the server may evict the semaphore's keys (maxmemory-policy is not noeviction)";
         }
         return "unknown asio_sync.redis error";
     }

@@ -11,6 +11,7 @@
 
 #include <asio_sync/detail/completion.hpp>
 #include <asio_sync/detail/grant.hpp>
+#include <asio_sync/redis/detail/lease_view.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -19,6 +20,7 @@
 #include <boost/asio/system_executor.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -57,7 +59,7 @@ public:
     basic_permit(basic_permit&& other) noexcept
         : engine_(std::move(other.engine_)), id_(std::move(other.id_)),
           count_(std::exchange(other.count_, 0)), fence_(std::exchange(other.fence_, 0)),
-          lost_signal_(std::move(other.lost_signal_))
+          lost_signal_(std::move(other.lost_signal_)), lease_(std::move(other.lease_))
     {
     }
 
@@ -73,6 +75,7 @@ public:
             count_ = std::exchange(other.count_, 0);
             fence_ = std::exchange(other.fence_, 0);
             lost_signal_ = std::move(other.lost_signal_);
+            lease_ = std::move(other.lease_);
         }
         return *this;
     }
@@ -88,6 +91,30 @@ public:
     /// semaphore, fleet-wide; 0 for an empty permit. Pass it with every write the permit guards,
     /// so that the resource can refuse a holder whose lease was lost.
     std::uint64_t fencing_token() const noexcept { return fence_; }
+
+    /// The moment this process declares the lease lost if no renewal extends it first: the end of
+    /// the lease as the last call that set it proves it (the time that call was sent plus the
+    /// lease time left that Redis answered), minus the safety margin. Redis keeps the lease at
+    /// least until then, so no other process can be granted these permits before it, the clocks
+    /// running at the same rate. Moves forward with each renewal. `time_point::min()` for an empty
+    /// permit; once the lease is lost, the moment it was declared lost or earlier.
+    std::chrono::steady_clock::time_point expires_at() const noexcept
+    {
+        return lease_ ? lease_->deadline() : std::chrono::steady_clock::time_point::min();
+    }
+
+    /// The time left before `expires_at()`, or zero once it has passed, the lease is lost or the
+    /// permit is empty: check it before each write that the permit guards, as Redlock clients
+    /// check their "validity time". A synchronous read, safe from any thread.
+    std::chrono::steady_clock::duration valid_for() const noexcept
+    {
+        if (!lease_ || lease_->lost())
+            return std::chrono::steady_clock::duration::zero();
+        const auto left = lease_->deadline() - std::chrono::steady_clock::now();
+        return left > std::chrono::steady_clock::duration::zero()
+                   ? left
+                   : std::chrono::steady_clock::duration::zero();
+    }
 
     /// A slot emitted with `cancellation_type::terminal` when the lease is lost, to bind to the
     /// work the permit guards. It is emitted from the connection's executor: bind it only to
@@ -148,9 +175,10 @@ private:
 
     basic_permit(std::shared_ptr<detail::semaphore_engine<Executor>> engine, std::string id,
                  std::size_t count, std::uint64_t fence,
-                 std::shared_ptr<boost::asio::cancellation_signal> lost_signal)
+                 std::shared_ptr<boost::asio::cancellation_signal> lost_signal,
+                 std::shared_ptr<const detail::lease_view> lease)
         : engine_(std::move(engine)), id_(std::move(id)), count_(count), fence_(fence),
-          lost_signal_(std::move(lost_signal))
+          lost_signal_(std::move(lost_signal)), lease_(std::move(lease))
     {
     }
 
@@ -166,6 +194,7 @@ private:
     std::size_t count_ = 0;
     std::uint64_t fence_ = 0;
     std::shared_ptr<boost::asio::cancellation_signal> lost_signal_; // shared with the engine, which emits it
+    std::shared_ptr<const detail::lease_view> lease_;               // written by the engine's client
 };
 
 } // namespace asio_sync::redis

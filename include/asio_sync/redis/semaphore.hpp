@@ -15,6 +15,7 @@
 #include <asio_sync/redis/detail/semaphore_engine.hpp>
 #include <asio_sync/redis/permit.hpp>
 #include <asio_sync/redis/reply.hpp>
+#include <asio_sync/redis/semaphore_options.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -119,7 +120,19 @@ public:
     /// @throws std::invalid_argument if `name` is empty, or `lease_duration` is out of range.
     basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
                     std::chrono::milliseconds lease_duration)
-        : engine_(std::make_shared<engine_type>(conn, name, capacity, checked_lease(lease_duration)))
+        : basic_semaphore(conn, std::move(name), capacity, semaphore_options{lease_duration, std::nullopt})
+    {
+    }
+
+    /// Opens the semaphore `name` of `capacity` permits on `conn`'s server, with the leases of
+    /// `options`; otherwise as the constructor above.
+    ///
+    /// @throws std::invalid_argument if `name` is empty, `options.lease_duration` is out of range,
+    /// or `options.safety_margin` is negative or more than half the lease.
+    basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
+                    const semaphore_options& options)
+        : engine_(std::make_shared<engine_type>(conn, name, capacity, checked_lease(options.lease_duration),
+                                                checked_margin(options)))
     {
         engine_->start();
     }
@@ -135,7 +148,7 @@ public:
     /// `boost::asio::error::operation_aborted`, and its waiter is taken out of the fleet-wide queue
     /// (a grant that raced it is given back). Permits already granted are not affected, and later
     /// acquires work as usual. Thread-safe.
-    void cancel() { engine_->abort_waiters(boost::asio::error::operation_aborted, true); }
+    void cancel() { engine_->abort_waiters(boost::asio::error::operation_aborted); }
 
     /// Acquires `n` permits, waiting in the fleet-wide queue.
     ///
@@ -193,9 +206,13 @@ public:
                     started = true;
                     return engine->connection().async_execute(engine->script().usage(), std::move(self));
                 }
-                std::size_t values[3] = {};
-                ec = engine_type::usage_of(ec, r, values);
-                self.complete(ec, semaphore_status{values[0], values[1], values[2]});
+                const detail::semaphore_reply usage = detail::decode_semaphore_reply(ec, r);
+                if (usage.what == detail::semaphore_reply::outcome::usage)
+                    return self.complete({}, semaphore_status{usage.capacity, usage.held, usage.queued});
+                self.complete(usage.what == detail::semaphore_reply::outcome::failed
+                                  ? usage.error
+                                  : boost::system::error_code(redis::error::server_error),
+                              semaphore_status{});
             },
             token, engine_->connection().get_executor());
     }
@@ -207,6 +224,16 @@ private:
             boost::throw_exception(
                 std::invalid_argument("asio_sync::redis::basic_semaphore: lease_duration out of range"));
         return lease;
+    }
+
+    static std::chrono::milliseconds checked_margin(const semaphore_options& options)
+    {
+        const std::chrono::milliseconds margin =
+            options.safety_margin.value_or(semaphore_options::default_safety_margin(options.lease_duration));
+        if (margin.count() < 0 || margin > options.lease_duration / 2)
+            boost::throw_exception(
+                std::invalid_argument("asio_sync::redis::basic_semaphore: safety_margin out of range"));
+        return margin;
     }
 
     template <class AcquireToken>
