@@ -11,6 +11,8 @@
 
 #include <asio_sync/redis/detail/semaphore_reply.hpp>
 
+#include "support/redis_replies.hpp"
+
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -29,34 +31,19 @@ using redis::reply;
 using redis::reply_kind;
 using redis::detail::decode_semaphore_reply;
 using redis::detail::may_evict;
+
 using outcome = redis::detail::semaphore_reply::outcome;
+constexpr auto text = asio_sync::test::text_reply;
+constexpr auto integer = asio_sync::test::integer_reply;
 using boost::system::error_code;
-
-reply text(reply_kind kind, std::string value)
-{
-    reply r;
-    r.kind = kind;
-    r.text = std::move(value);
-    return r;
-}
-
-reply integer(std::int64_t value)
-{
-    reply r;
-    r.kind = reply_kind::integer;
-    r.integer = value;
-    return r;
-}
 
 // An array: a word, then integers.
 reply words(std::string word, std::vector<std::int64_t> numbers = {})
 {
-    reply r;
-    r.kind = reply_kind::array;
-    r.elements.push_back(text(reply_kind::string, std::move(word)));
+    std::vector<reply> elements{text(reply_kind::string, std::move(word))};
     for (const std::int64_t n : numbers)
-        r.elements.push_back(integer(n));
-    return r;
+        elements.push_back(integer(n));
+    return asio_sync::test::array_reply(std::move(elements));
 }
 
 reply error_reply(std::string message)
