@@ -34,6 +34,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -121,6 +122,7 @@ public:
     // Fails the pending acquires and every later one with asio_sync::error::closed.
     void close()
     {
+        closed_.store(true, std::memory_order_relaxed);
         run([&](client_actions& out) { client_.close(out); });
     }
 
@@ -135,7 +137,10 @@ public:
 
     // ---- the engine concept of start_acquire.hpp. Nothing is decided without Redis but n == 0.
 
-    bool try_acquire(std::size_t n, bool) const noexcept { return n == 0; }
+    bool try_acquire(std::size_t n, bool) const noexcept
+    {
+        return n == 0 && !closed_.load(std::memory_order_relaxed);
+    }
 
     std::size_t capacity() const noexcept { return client_.options().capacity; }
 
@@ -491,6 +496,7 @@ private:
     const semaphore_script script_;
     typename connection_type::subscription_id subscription_{};
     std::uint64_t listener_ = 0;
+    std::atomic<bool> closed_{false}; // close() was called: what an acquire of 0 reads without the mutex
 
     std::mutex mutex_;
     semaphore_client client_;

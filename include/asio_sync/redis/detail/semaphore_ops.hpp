@@ -17,6 +17,7 @@
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
+#include <asio_sync/redis/detail/access.hpp>
 #include <asio_sync/redis/detail/semaphore_client.hpp>
 
 #include <boost/asio/basic_waitable_timer.hpp>
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -149,7 +151,8 @@ struct permit_grant
     {
         if (ec || count == 0)
             return {ec, permit_type()};
-        return {ec, permit_type(engine, id, count, fence, lost_signal, lease)};
+        return {ec,
+                access::construct<permit_type>(engine, std::string(id), count, fence, lost_signal, lease)};
     }
 
     // The permit of an undelivered completion, if it was made, released the id when it was
