@@ -6,19 +6,23 @@
 // The fleet-wide semaphore, asio_sync::redis::semaphore, against a real redis-server on loopback
 // (started by this program, from the tests' fixture, and stopped at exit). Its costs are round
 // trips to Redis, so the reference is the cheapest round trip there is: a bare PING on the same
-// connection, measured in the same run.
+// connection, measured in the same run. bench/compare also builds this file against the headers
+// of an earlier commit (bench_redis_baseline), to measure both engines side by side.
 //
 // - Uncontended: chains of acquire(1) + release on one connection, and chains of PINGs. Besides
-//   the time, each reports the commands the client sends per operation, counted by Redis itself
-//   in an untimed pass: with the slow log's threshold at 0 every command is logged, with the
-//   address of the client that sent it, and the commands a script runs are logged under the
-//   address "?:0", so they are told apart from the client's own. The log also gives the time Redis
-//   spent executing each command (a script's with the commands it runs).
-// - Throughput: 1 and 4 processes (forked before any thread exists here, each with its own
-//   connection) run acquire(1) + release chains on one semaphore of 4 permits; the time per
-//   operation is the wall time of the whole fleet divided by the operations of all processes.
-// - Hand-off: waiters queued behind a held permit of a semaphore of 1, each releasing at once when
-//   served; the time per operation is that of one hand-off, from a release to the next grant.
+//   the time, each reports what Redis itself counted in an untimed pass (INFO commandstats, reset
+//   before it): the commands the client sent per operation (FCALL, FCALL_RO and PING; the
+//   commands a function runs are counted apart, under their own names) and the microseconds Redis
+//   spent executing them, a function's including the commands it runs. Redis runs functions on one
+//   thread, so 1e6 / (server microseconds per pair) bounds the pairs per second of one Redis
+//   server, across every semaphore on it.
+// - Throughput: 1 and 4 processes (forked, each with its own connection) run acquire(1) + release
+//   chains on one semaphore of 4 permits; the time per operation is the wall time of the whole
+//   fleet divided by the operations of all processes.
+// - Hand-off: two processes take turns on a semaphore of 1, each releasing as soon as it is
+//   granted and queueing again at once; the time of one hand-off runs from the release in one
+//   process to the grant heard in the other, both read on CLOCK_MONOTONIC (steady_clock), which
+//   the processes share.
 //
 // Leases are long enough that no renewal runs during a measurement.
 
@@ -39,6 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -51,6 +56,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "support/harness.hpp"
@@ -145,35 +152,32 @@ private:
     redis::semaphore semaphore_;
 };
 
-// What Redis did per operation for the client while `run_operations(count)` ran, from the slow log
-// (see the top of this file): every entry but those of scripts ("?:0") and of this counter.
+// What Redis did per operation for the client while `run_operations(count)` ran, from INFO
+// commandstats (see the top of this file).
 struct server_side_cost
 {
     double commands = 0;  // commands the client sent
-    double server_us = 0; // the time Redis took to execute them, scripts included
+    double server_us = 0; // the time Redis took to execute them, functions included
 };
 
 server_side_cost cost_per_operation(const std::function<void(std::size_t)>& run_operations, std::size_t count)
 {
     redis_server::client counter(server());
-    const std::string info = counter.command({"CLIENT", "INFO"});
-    const std::size_t addr_start = info.find("addr=") + 5;
-    const std::string own_address = info.substr(addr_start, info.find(' ', addr_start) - addr_start);
-    counter.command({"CONFIG", "SET", "slowlog-max-len", "1000000"});
-    counter.command({"CONFIG", "SET", "slowlog-log-slower-than", "0"});
-    counter.command({"SLOWLOG", "RESET"});
+    counter.command({"CONFIG", "RESETSTAT"});
     run_operations(count);
-    const redis_server::reply log = counter.execute({"SLOWLOG", "GET", "-1"});
-    counter.command({"CONFIG", "SET", "slowlog-log-slower-than", "10000"}); // the default
+    const std::string stats = counter.command({"INFO", "commandstats"});
     server_side_cost total;
-    for (const redis_server::reply& entry : log.elements)
+    // Lines "cmdstat_<name>:calls=<n>,usec=<us>,usec_per_call=...".
+    for (const char* name : {"fcall", "fcall_ro", "ping"})
     {
-        // id, time, duration in microseconds, arguments, client address, client name
-        const std::string& address = entry.elements.at(4).text;
-        if (address == "?:0" || address == own_address)
+        const std::string prefix = std::string("cmdstat_") + name + ":calls=";
+        const std::size_t at = stats.find(prefix);
+        if (at == std::string::npos)
             continue;
-        total.commands += 1;
-        total.server_us += static_cast<double>(entry.elements.at(2).integer);
+        const std::size_t calls_at = at + prefix.size();
+        const std::size_t usec_at = stats.find("usec=", calls_at) + 5;
+        total.commands += std::stod(stats.substr(calls_at));
+        total.server_us += std::stod(stats.substr(usec_at));
     }
     const auto n = static_cast<double>(count);
     return {total.commands / n, total.server_us / n};
@@ -228,16 +232,33 @@ public:
     void send(std::size_t bytes) const
     {
         const std::vector<char> data(bytes, 'x');
-        if (::write(fds_[1], data.data(), data.size()) != static_cast<ssize_t>(data.size()))
-            throw std::runtime_error("pipe write failed");
+        send_bytes(data.data(), data.size());
     }
 
     void receive(std::size_t bytes) const
     {
         std::vector<char> data(bytes);
+        receive_bytes(data.data(), bytes);
+    }
+
+    void send_bytes(const void* data, std::size_t bytes) const
+    {
+        const char* from = static_cast<const char*>(data);
+        for (std::size_t sent = 0; sent < bytes;)
+        {
+            const ssize_t n = ::write(fds_[1], from + sent, bytes - sent);
+            if (n <= 0)
+                throw std::runtime_error("pipe write failed");
+            sent += static_cast<std::size_t>(n);
+        }
+    }
+
+    void receive_bytes(void* data, std::size_t bytes) const
+    {
+        char* into = static_cast<char*>(data);
         for (std::size_t got = 0; got < bytes;)
         {
-            const ssize_t n = ::read(fds_[0], data.data(), bytes - got);
+            const ssize_t n = ::read(fds_[0], into + got, bytes - got);
             if (n <= 0)
                 throw std::runtime_error("pipe read failed: a process ended early");
             got += static_cast<std::size_t>(n);
@@ -247,6 +268,37 @@ public:
 private:
     std::array<int, 2> fds_{};
 };
+
+// Forks `count` processes, the i-th running `member(i)`, which never returns; the ids of those
+// started (fewer than `count` if a fork failed).
+template <class Member>
+std::vector<pid_t> fork_members(std::size_t count, Member member)
+{
+    std::vector<pid_t> children;
+    for (std::size_t i = 0; i < count; ++i)
+    {
+        const pid_t child = ::fork();
+        if (child == 0)
+            member(i);
+        if (child < 0)
+            break;
+        children.push_back(child);
+    }
+    return children;
+}
+
+// Waits for every process: true if each exited with status 0.
+bool all_succeeded(const std::vector<pid_t>& children)
+{
+    bool ok = true;
+    for (const pid_t child : children)
+    {
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    return ok;
+}
 
 constexpr std::size_t fleet_capacity = 4;
 constexpr std::size_t fleet_operations = 2000; // of all processes together, per batch
@@ -283,19 +335,9 @@ void BM_redis_fleet_throughput(benchmark::State& state)
     const std::uint16_t port = server().port();
     const pipe_pair to_parent;
     const pipe_pair from_parent;
-    std::vector<pid_t> children;
-    for (std::size_t i = 0; i < processes; ++i)
-    {
-        const pid_t child = ::fork();
-        if (child == 0)
-            run_fleet_member(port, fleet_operations / processes, to_parent, from_parent);
-        if (child < 0)
-        {
-            state.SkipWithError("fork failed");
-            break;
-        }
-        children.push_back(child);
-    }
+    const std::vector<pid_t> children = fork_members(processes, [&](std::size_t) {
+        run_fleet_member(port, fleet_operations / processes, to_parent, from_parent);
+    });
     bool ok = children.size() == processes;
     try
     {
@@ -311,13 +353,7 @@ void BM_redis_fleet_throughput(benchmark::State& state)
     {
         state.SkipWithError(e.what());
     }
-    for (const pid_t child : children)
-    {
-        int status = 0;
-        ::waitpid(child, &status, 0);
-        ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
-    if (!ok)
+    if (!all_succeeded(children) || !ok)
         state.SkipWithError("a process of the fleet failed");
 }
 // One batch per repetition: each forked process runs one chain.
@@ -328,52 +364,124 @@ BENCHMARK(BM_redis_fleet_throughput)
     ->Iterations(fleet_operations)
     ->UseRealTime();
 
-constexpr std::size_t handoff_waiters = 200;
+constexpr std::size_t handoff_turns = 500; // grants per process per batch
 
-// The queued waiters of one batch of the hand-off benchmark; each gives its permit straight back
-// once served. `done` completes when all are served, or with the first failure.
-struct handoff_batch
+std::int64_t monotonic_ns()
 {
-    std::atomic<std::size_t> served{0};
-    std::atomic<bool> failed{false};
-    std::promise<void> done;
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 
-    awaitable<void> wait_and_pass_on(redis::semaphore& sem)
-    {
-        co_await acquire_release_chain(sem, 1);
-        if (served.fetch_add(1) + 1 == handoff_waiters)
-            done.set_value();
-    }
+// One process of the hand-off: waits for the start, then `turns` times acquires the permit (the
+// time it is heard), gives it back (the time just before) and queues again; then sends its times
+// to the parent: grant, release, grant, release, ... Leaves with _exit.
+[[noreturn]] void run_handoff_member(std::uint16_t port, const pipe_pair& to_parent,
+                                     const pipe_pair& from_parent)
+{
+    bool ok = false;
+    std::vector<std::int64_t> times;
+    times.reserve(2 * handoff_turns);
+    asio::io_context ctx(1);
+    redis::connection conn(ctx, options_for(port));
+    redis::semaphore sem(conn, "bench_handoff", 1, lease);
+    asio::co_spawn(
+        ctx,
+        [&]() -> awaitable<void> {
+            co_await acquire_release_chain(sem, 1); // the library, the capacity and the links ready
+            to_parent.send(1);
+            from_parent.receive(1);
+            for (std::size_t i = 0; i < handoff_turns; ++i)
+            {
+                auto [ec, permit] = co_await sem.async_acquire_permit(1, as_result);
+                times.push_back(monotonic_ns());
+                check(ec, "acquire");
+                times.push_back(monotonic_ns());
+                if (i + 1 == handoff_turns) // the last: released before the process stops
+                {
+                    auto [release_ec] = co_await permit.async_release(as_result);
+                    check(release_ec, "release");
+                }
+                else
+                    permit = redis::semaphore::permit(); // released without waiting; queue again at once
+            }
+            to_parent.send(1);
+        },
+        [&](std::exception_ptr e) {
+            ok = !e;
+            ctx.stop();
+        });
+    ctx.run();
+    if (ok)
+        to_parent.send_bytes(times.data(), times.size() * sizeof(std::int64_t));
+    ::_exit(ok ? 0 : 1);
+}
 
-    void on_exit(std::exception_ptr e)
+// The hand-off latencies of one batch: every grant that follows a release of the other process,
+// from that release. Times of both processes, (time, process, is_grant), in time order.
+double handoff_seconds(std::vector<std::tuple<std::int64_t, int, bool>> events, std::size_t& handoffs)
+{
+    std::sort(events.begin(), events.end());
+    double total = 0;
+    handoffs = 0;
+    std::optional<std::pair<std::int64_t, int>> last_release;
+    for (const auto& [time, process, is_grant] : events)
     {
-        if (e && !failed.exchange(true))
-            done.set_exception(e);
+        if (!is_grant)
+            last_release = std::pair{time, process};
+        else if (last_release && last_release->second != process)
+        {
+            total += static_cast<double>(time - last_release->first) * 1e-9;
+            ++handoffs;
+        }
     }
-};
+    return total;
+}
 
 void BM_redis_handoff(benchmark::State& state)
 {
-    link l("bench_handoff", 1);
-    l.run(acquire_release_chain(l.semaphore(), 1));
-    while (state.KeepRunningBatch(handoff_waiters))
+    const std::uint16_t port = server().port();
+    const pipe_pair to_parent[2];
+    const pipe_pair from_parent;
+    for (auto _ : state)
     {
-        state.PauseTiming();
-        auto holder = l.semaphore().async_acquire_permit(1, asio::use_future).get();
-        handoff_batch batch;
-        for (std::size_t i = 0; i < handoff_waiters; ++i)
+        const std::vector<pid_t> children =
+            fork_members(2, [&](std::size_t i) { run_handoff_member(port, to_parent[i], from_parent); });
+        bool ok = children.size() == 2;
+        try
         {
-            asio::co_spawn(l.context(), batch.wait_and_pass_on(l.semaphore()),
-                           [&batch](std::exception_ptr e) { batch.on_exit(e); });
+            if (ok)
+            {
+                to_parent[0].receive(1);
+                to_parent[1].receive(1);
+                from_parent.send(2);
+                std::vector<std::tuple<std::int64_t, int, bool>> events;
+                for (int i = 0; i < 2; ++i)
+                {
+                    to_parent[i].receive(1);
+                    std::vector<std::int64_t> times(2 * handoff_turns);
+                    to_parent[i].receive_bytes(times.data(), times.size() * sizeof(std::int64_t));
+                    for (std::size_t k = 0; k < times.size(); ++k)
+                        events.emplace_back(times[k], i, k % 2 == 0);
+                }
+                std::size_t handoffs = 0;
+                const double seconds = handoff_seconds(std::move(events), handoffs);
+                state.SetIterationTime(handoffs ? seconds / static_cast<double>(handoffs) : 0);
+                ok = handoffs > 0;
+            }
         }
-        // The acquires go out in order on the connection, so once this PING is answered every
-        // waiter is in the queue in Redis.
-        l.run(ping_chain(l.connection(), 1));
-        state.ResumeTiming();
-        holder.async_release(asio::detached);
-        batch.done.get_future().get();
+        catch (const std::exception& e)
+        {
+            state.SkipWithError(e.what());
+        }
+        if (!all_succeeded(children) || !ok)
+        {
+            state.SkipWithError("a process of the hand-off failed");
+            break;
+        }
     }
 }
-BENCHMARK(BM_redis_handoff)->UseRealTime();
+// Each iteration is one batch of two processes taking turns; its time is the mean hand-off.
+BENCHMARK(BM_redis_handoff)->Iterations(1)->UseManualTime();
 
 } // namespace

@@ -174,18 +174,21 @@ ALLOCATION_BENCHMARKS = [
 
 REDIS_TITLE = "Fleet-wide semaphore (Redis)"
 REDIS_PING = "BM_redis_ping/real_time"
-# (label, benchmark, what one operation is, its rate's name)
+REDIS_PAIR = "BM_redis_acquire_release/real_time"
+REDIS_ONE = "BM_redis_fleet_throughput/processes:1/iterations:2000/real_time"
+REDIS_FOUR = "BM_redis_fleet_throughput/processes:4/iterations:2000/real_time"
+REDIS_HANDOFF = "BM_redis_handoff/iterations:1/manual_time"
+# (label, benchmark, its rate's name)
 REDIS_ROWS = [
     ("bare PING round trip (the floor)", REDIS_PING, "PINGs/s"),
-    ("uncontended async_acquire_permit(1) + async_release, one connection",
-     "BM_redis_acquire_release/real_time", "pairs/s"),
-    ("throughput, 1 process, capacity 4", "BM_redis_fleet_throughput/processes:1/iterations:2000/real_time",
-     "pairs/s in total"),
-    ("throughput, 4 processes, capacity 4", "BM_redis_fleet_throughput/processes:4/iterations:2000/real_time",
-     "pairs/s in total"),
-    ("hand-off: 200 waiters queued behind a held permit, capacity 1", "BM_redis_handoff/real_time",
-     "waiters woken/s"),
+    ("uncontended async_acquire_permit(1) + async_release, one connection", REDIS_PAIR, "pairs/s"),
+    ("throughput, 1 process, capacity 4", REDIS_ONE, "pairs/s in total"),
+    ("throughput, 4 processes, capacity 4", REDIS_FOUR, "pairs/s in total"),
+    ("hand-off, capacity 1: release in one process to grant heard in the other", REDIS_HANDOFF, "hand-offs/s"),
 ]
+# The engines measured: this tree's (cpp-redis-*.json) and, with bench/compare --baseline REV, the
+# same benchmark built against REV's headers (baseline-redis-*.json).
+REDIS_ENGINES = [("cpp", "this tree"), ("baseline", "baseline")]
 
 TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
@@ -214,23 +217,29 @@ GOOGLE_BENCHMARK_FIELDS = {
 }
 
 
+def load_google_benchmark(path, source, measurements):
+    """Adds the repetitions of one Google Benchmark JSON file, as `source`."""
+    with open(path) as f:
+        data = json.load(f)
+    for entry in data.get("benchmarks", []):
+        if entry.get("run_type") != "iteration":
+            continue
+        m = measurements.setdefault((source, entry["run_name"]), Measurement())
+        if entry.get("error_occurred"):
+            m.error = entry.get("error_message", "error")
+            continue
+        m.samples.append(entry["real_time"] * TIME_UNIT_NS[entry["time_unit"]])
+        for key, value in entry.items():
+            if key not in GOOGLE_BENCHMARK_FIELDS and isinstance(value, (int, float)):
+                m.counters.setdefault(key, []).append(value)
+
+
 def load_measurements(folder):
     """Pools the repetitions of every round: (source, name) -> Measurement."""
     measurements = {}
-    for path in sorted(glob.glob(os.path.join(folder, "cpp-*.json"))):
-        with open(path) as f:
-            data = json.load(f)
-        for entry in data.get("benchmarks", []):
-            if entry.get("run_type") != "iteration":
-                continue
-            m = measurements.setdefault(("cpp", entry["run_name"]), Measurement())
-            if entry.get("error_occurred"):
-                m.error = entry.get("error_message", "error")
-                continue
-            m.samples.append(entry["real_time"] * TIME_UNIT_NS[entry["time_unit"]])
-            for key, value in entry.items():
-                if key not in GOOGLE_BENCHMARK_FIELDS and isinstance(value, (int, float)):
-                    m.counters.setdefault(key, []).append(value)
+    for source in ("cpp", "baseline"):
+        for path in sorted(glob.glob(os.path.join(folder, f"{source}-*.json"))):
+            load_google_benchmark(path, source, measurements)
     for path in sorted(glob.glob(os.path.join(folder, "tokio-*.json"))):
         with open(path) as f:
             data = json.load(f)
@@ -368,33 +377,71 @@ def drain_memory_table(measurements):
 
 def redis_section(measurements, preamble):
     """The Markdown section of bench/redis.cpp, `preamble` (lines) after its title."""
-    ping = measurements.get(("cpp", REDIS_PING), Measurement()).median()
+    engines = [(source, name) for source, name in REDIS_ENGINES if (source, REDIS_PING) in measurements]
     lines = [f"## {REDIS_TITLE}", "", *preamble, "",
              "Each operation is timed in chains on a running io_context against a redis-server on loopback "
-             "that the benchmark starts; the floor is a bare `PING` on the same connection in the same run. "
-             "Commands per operation are those the client sent, counted by Redis in an untimed pass (its slow "
-             "log at threshold 0, leaving out the commands run inside scripts), with the time Redis spent "
-             "executing them (a script's including the commands it runs). Throughput: forked processes, "
-             "each with its own connection, one acquire + release chain each, wall time of the whole fleet "
-             "divided by all their operations. Hand-off: each waiter releases as soon as it is served, so an "
-             "operation is one release followed by the grant to the next waiter.",
+             "that the benchmark starts; the floor is a bare `PING` on the same connection in the same run "
+             "(ratios are to the PING of the same engine's run). Commands per operation are those the client "
+             "sent (FCALL, FCALL_RO, PING), counted by Redis in an untimed pass (`INFO commandstats` after "
+             "`CONFIG RESETSTAT`; the commands run inside functions are counted apart), with the time Redis "
+             "spent executing them, a function's including the commands it runs. Redis runs functions on "
+             "one thread, so `1e6 / server µs per pair` bounds the pairs per second of one Redis server, "
+             "across every semaphore on it. Throughput: forked processes, each with its own connection, one "
+             "acquire + release chain each, wall time of the whole fleet divided by all their operations. "
+             "Hand-off: two processes take turns on a semaphore of 1, each releasing as soon as it is "
+             "granted and queueing again; one hand-off runs from the release in one process to the grant "
+             "heard in the other, both read on CLOCK_MONOTONIC; one repetition is the mean of a batch.",
              "",
-             "| measurement | median µs/op | min µs/op | rate (median) | / PING (median) | commands sent per op | "
-             "µs executing them in Redis per op |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| measurement | engine | median µs/op | min µs/op | rate (median) | / PING (median) | "
+             "commands sent per op | server µs per op | ceiling: 1e6 / server µs per pair |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for label, name, rate_name in REDIS_ROWS:
-        m = measurements.get(("cpp", name), Measurement(error="not run"))
-        median = m.median()
-        if median is None:
-            lines.append(f"| {label} | failed: {m.error} | | | | | |")
-            continue
-        cost = [m.counter(name) for name in ("commands_per_op", "server_us_per_op")]
-        cost_cells = " | ".join("" if value is None else f"{value:.2f}" for value in cost)
-        lines.append(f"| {label} | {median / 1e3:.1f} | {m.minimum() / 1e3:.1f} | {1e9 / median:,.0f} {rate_name} | "
-                     f"{ratio_text(median, ping)} | {cost_cells} |")
-    one, four = (measurements.get(("cpp", REDIS_ROWS[i][1]), Measurement()).median() for i in (2, 3))
-    if one is not None and four is not None:
-        lines += ["", f"Total throughput of 4 processes / 1 process: {one / four:.2f}."]
+        for source, engine in engines:
+            m = measurements.get((source, name), Measurement(error="not run"))
+            median = m.median()
+            if median is None:
+                lines.append(f"| {label} | {engine} | failed: {m.error} | | | | | | |")
+                continue
+            commands, server_us = m.counter("commands_per_op"), m.counter("server_us_per_op")
+            cost_cells = " | ".join("" if value is None else f"{value:.2f}" for value in (commands, server_us))
+            ceiling = f"{1e6 / server_us:,.0f} pairs/s" if name == REDIS_PAIR and server_us else ""
+            ping = measurements.get((source, REDIS_PING), Measurement()).median()
+            lines.append(f"| {label} | {engine} | {median / 1e3:.1f} | {m.minimum() / 1e3:.1f} | "
+                         f"{1e9 / median:,.0f} {rate_name} | {ratio_text(median, ping)} | {cost_cells} | "
+                         f"{ceiling} |")
+    for source, engine in engines:
+        one, four = (measurements.get((source, name), Measurement()).median() for name in (REDIS_ONE, REDIS_FOUR))
+        if one is not None and four is not None:
+            lines += ["", f"Total throughput of 4 processes / 1 process, {engine}: {one / four:.2f}."]
+    return lines + redis_goals(measurements)
+
+
+def redis_goals(measurements):
+    """The speed goals of the fleet-wide semaphore, each met or missed in this run (medians)."""
+    def median(source, name):
+        return measurements.get((source, name), Measurement()).median()
+
+    def verdict(met):
+        return "n/a" if met is None else ("met" if met else "missed")
+
+    ping = median("cpp", REDIS_PING)
+    pair, handoff = median("cpp", REDIS_PAIR), median("cpp", REDIS_HANDOFF)
+    server_us = measurements.get(("cpp", REDIS_PAIR), Measurement()).counter("server_us_per_op")
+    four, baseline_four = median("cpp", REDIS_FOUR), median("baseline", REDIS_FOUR)
+    pair_pings = pair / ping if pair and ping else None
+    handoff_pings = handoff / ping if handoff and ping else None
+    speedup = baseline_four / four if four and baseline_four else None
+    goals = [
+        ("server µs per acquire + release ≤ 20", server_us, "{:.2f} µs", server_us is not None and server_us <= 20),
+        ("uncontended pair ≤ 2.5 PINGs", pair_pings, "{:.2f} PINGs", pair_pings is not None and pair_pings <= 2.5),
+        ("hand-off ≤ 2 PINGs", handoff_pings, "{:.2f} PINGs", handoff_pings is not None and handoff_pings <= 2),
+        ("4 processes ≥ 4 × the baseline's 4-process pairs/s", speedup, "{:.2f} ×",
+         speedup is not None and speedup >= 4),
+    ]
+    lines = ["", "| goal | this run | verdict |", "|---|---:|---|"]
+    for goal, value, form, met in goals:
+        lines.append(f"| {goal} | {'n/a' if value is None else form.format(value)} | "
+                     f"{verdict(None if value is None else met)} |")
     return lines
 
 

@@ -698,6 +698,37 @@ BOOST_AUTO_TEST_CASE(a_reply_that_cannot_be_parsed_drops_the_link)
     BOOST_TEST(proxy.accepted() == 2u);
 }
 
+// A link whose TCP connection stays open but that answers nothing (a stuck proxy, a half-open
+// connection) is found dead by its health check, dropped and connected again: the command written
+// on it completes with connection_lost, the next goes through, and the subscriber link subscribes
+// again. Without a health check, the command would wait for ever.
+BOOST_AUTO_TEST_CASE(a_link_that_answers_nothing_is_replaced_after_its_health_check)
+{
+    redis_server server;
+    tcp_proxy proxy(server.port());
+    io_thread io;
+    redis::connection_options options = options_for(proxy.port());
+    options.health_check_interval = 100ms;
+    redis::connection conn(io.io, options);
+    std::atomic<int> subscribed{0};
+    std::atomic<int> heard{0};
+    const auto id = conn.subscribe(
+        "news", [&](std::string) { ++heard; }, [&] { ++subscribed; });
+    wait_until([&] { return subscribed == 1; }, "never subscribed");
+    BOOST_TEST(execute(conn, {"PING"}).reply.text == "PONG");
+    BOOST_TEST(proxy.accepted() == 2u);
+
+    proxy.freeze();
+    BOOST_TEST(execute(conn, {"SET", "frozen", "x"}).ec == redis::error::connection_lost);
+    BOOST_TEST(execute(conn, {"PING"}).reply.text == "PONG");
+    wait_until([&] { return subscribed == 2; }, "never subscribed again");
+    BOOST_TEST(server.command({"PUBLISH", "news", "after"}) == "1");
+    wait_until([&] { return heard == 1; }, "no message after the health check");
+    BOOST_TEST(server.command({"EXISTS", "frozen"}) == "0"); // the frozen link never delivered it
+    BOOST_TEST(proxy.accepted() == 4u);
+    conn.unsubscribe(id);
+}
+
 BOOST_AUTO_TEST_CASE(an_attempt_that_outlasts_the_connect_timeout_is_abandoned)
 {
     redis_server server;

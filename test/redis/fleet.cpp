@@ -13,8 +13,8 @@
 // What is provable, and how. Every process has its own clock, but the server runs one command at
 // a time: the order in which MONITOR shows the commands is one clock for the whole fleet, without
 // skew (semaphore_history). On it the checker reads, per grant, the server's own events: the
-// arrival (the acquire call), the grant (its `hinfo` entry written, with the fence) and the end
-// of the hold (the entry deleted). So:
+// arrival (the acquire call), the grant (its field `#<id>` in meta written, with the fence) and
+// the end of the hold (the field deleted). So:
 // (a) Summing the permits of the holds over [grant, end) gives what the server counted as held
 //     at every line; at most 5 everywhere is the fleet-wide limit itself, not an estimate. Each
 //     coroutine also sends ECHO "fleet-start" once its acquire has completed and "fleet-end"

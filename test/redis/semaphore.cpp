@@ -48,6 +48,7 @@ namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::allocation_counts;
 using asio_sync::test::counting_allocator;
+using asio_sync::test::eventually;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
 using asio_sync::test::redis_server;
@@ -138,7 +139,7 @@ struct fixture
 
     std::string last_fence(const std::string& name)
     {
-        return server.command({"GET", script(name).key(redis::detail::semaphore_key::seq)});
+        return server.command({"HGET", script(name).key(redis::detail::semaphore_key::meta), "seq"});
     }
 
     std::string queue_length(const std::string& name)
@@ -165,19 +166,6 @@ struct fixture
         return served;
     }
 
-    // Polls Redis until `f` holds; fails after the limit.
-    template <class Predicate>
-    void eventually(Predicate f)
-    {
-        const auto deadline = std::chrono::steady_clock::now() + limit;
-        while (!f())
-        {
-            BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
-                                  "condition not met within the limit");
-            std::this_thread::sleep_for(5ms);
-        }
-    }
-
     redis_server server;
     asio::io_context io;
     asio::executor_work_guard<asio::io_context::executor_type> work;
@@ -197,10 +185,89 @@ BOOST_AUTO_TEST_CASE(the_permit_is_the_public_basic_permit)
 {
     static_assert(std::is_same_v<permit, redis::basic_permit<>>);
     static_assert(!std::is_copy_constructible_v<permit> && std::is_nothrow_move_constructible_v<permit>);
+    static_assert(std::is_same_v<permit::rebind_executor<asio::io_context::executor_type>::other,
+                                 redis::basic_permit<asio::io_context::executor_type>>);
+    static_assert(std::is_same_v<redis::semaphore::rebind_executor<asio::io_context::executor_type>::other,
+                                 redis::basic_semaphore<asio::io_context::executor_type>>);
+    static_assert(
+        std::is_nothrow_default_constructible_v<redis::basic_permit<asio::io_context::executor_type>>);
     const redis::basic_permit<> empty;
     BOOST_TEST(empty.count() == 0u);
     BOOST_TEST(empty.fencing_token() == 0u);
     BOOST_TEST(!empty.lost_slot().is_connected());
+    BOOST_TEST((empty.expires_at() == std::chrono::steady_clock::time_point::min()));
+    BOOST_TEST((empty.valid_for() == std::chrono::steady_clock::duration::zero()));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_permit_tells_how_long_its_lease_is_valid, fixture)
+{
+    redis::semaphore sem(first, "jobs", 1, long_lease);
+    BOOST_TEST((sem.get_executor() == first.get_executor()));
+    BOOST_TEST(sem.capacity() == 1u);
+    const auto before = std::chrono::steady_clock::now();
+    acquired a = hold(sem, 1);
+    BOOST_TEST((a.p.get_executor() == first.get_executor()));
+    // Dated from when the acquire was sent, a margin early: within a lease of `before`.
+    BOOST_TEST((a.p.expires_at() > before));
+    BOOST_TEST((a.p.expires_at() <= before + long_lease));
+    BOOST_TEST((a.p.valid_for() > std::chrono::steady_clock::duration::zero()));
+    BOOST_TEST((a.p.valid_for() <= long_lease));
+
+    auto released = a.p.async_release(asio::use_future);
+    wait(released);
+    BOOST_TEST((a.p.valid_for() == std::chrono::steady_clock::duration::zero()));
+}
+
+BOOST_FIXTURE_TEST_CASE(close_fails_queued_and_later_acquires_but_keeps_permits, fixture)
+{
+    redis::semaphore a(first, "jobs", 1, long_lease);
+    redis::semaphore b(second, "jobs", 1, long_lease);
+    acquired held = hold(a, 1);
+    auto waiting = acquire(a, 1);
+    expect_queued("jobs", "1", waiting);
+
+    a.close();
+    BOOST_TEST(wait(waiting).ec == code(asio_sync::error::closed));
+    eventually([&] { return queue_length("jobs") == "0"; }); // its remote waiter left
+    auto later = acquire(a, 1);
+    BOOST_TEST(wait(later).ec == code(asio_sync::error::closed));
+    auto none = acquire(a, 0);
+    BOOST_TEST(wait(none).ec == code(asio_sync::error::closed));
+    a.close(); // again: nothing
+
+    // The permit granted before the close still renews and releases as before.
+    auto next = acquire(b, 1);
+    expect_queued("jobs", "1", next);
+    auto released = held.p.async_release(asio::use_future);
+    BOOST_CHECK_NO_THROW(wait(released));
+    BOOST_TEST(!wait(next).ec);
+}
+
+// Every initiating function takes its default token from the executor, as Asio's I/O objects do:
+// here use_awaitable, so no token is written.
+BOOST_FIXTURE_TEST_CASE(default_completion_tokens_come_from_the_executor, fixture)
+{
+    using awaitable_executor = asio::use_awaitable_t<>::executor_with_default<asio::any_io_executor>;
+    redis::basic_connection<awaitable_executor> conn(awaitable_executor(io.get_executor()),
+                                                     options_for(server.port()));
+    {
+        redis::basic_semaphore<awaitable_executor> sem(conn, "jobs", 2, long_lease);
+        auto run = asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<std::size_t> {
+                redis::basic_permit<awaitable_executor> p = co_await sem.async_acquire_permit(1);
+                redis::basic_permit<awaitable_executor> q = co_await sem.async_acquire_permit_for(1, 10s);
+                const redis::semaphore_status status = co_await sem.async_status();
+                co_await q.async_release();
+                auto r = co_await sem.async_try_acquire_permit(1);
+                co_await r.async_release();
+                co_await p.async_release();
+                co_return status.held;
+            },
+            asio::use_future);
+        BOOST_TEST(wait(run) == 2u);
+    }
+    conn.close();
 }
 
 BOOST_FIXTURE_TEST_CASE(acquires_and_releases_through_a_callback, fixture)
@@ -578,7 +645,7 @@ BOOST_FIXTURE_TEST_CASE(a_capacity_mismatch_is_refused, fixture)
 
 BOOST_FIXTURE_TEST_CASE(a_key_of_another_type_is_refused, fixture)
 {
-    redis_command({"SET", script("jobs").key(redis::detail::semaphore_key::queue), "x"});
+    redis_command({"SET", script("jobs").key(redis::detail::semaphore_key::meta), "x"});
     redis::semaphore sem(first, "jobs", 2, lease);
     auto f = acquire(sem, 1);
     BOOST_TEST(wait(f).ec == code(redis::error::wrong_type));

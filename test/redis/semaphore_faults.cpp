@@ -7,10 +7,10 @@
 #define BOOST_TEST_NO_MAIN // main below also runs the child role
 
 // The fleet-wide semaphore through faults, on a real server: a holder and a waiter killed with
-// SIGKILL, a holder stopped past its lease, connections killed by the server, and the server
-// asleep. Where a process must die or stop it is a child: this binary run again in the holder
-// role (a fork is unsafe once the tests have made threads). Nothing here waits for a time to
-// pass: each test waits for the outcome it expects, and the wait limit only turns a hang into a
+// SIGKILL, a holder stopped past its lease, connections killed by the server, links that stay
+// open but forward nothing, and the server asleep. Where a process must die or stop it is a child: this
+// binary run again in the holder role (a fork is unsafe once the tests have made threads). Nothing here waits
+// for a time to pass: each test waits for the outcome it expects, and the wait limit only turns a hang into a
 // failure. (A server restart is tested in semaphore.cpp.)
 
 #include <asio_sync/redis/semaphore.hpp>
@@ -19,6 +19,7 @@
 #include "support/io_threads.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
+#include "support/tcp_proxy.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -43,6 +44,7 @@ namespace {
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::child_process;
+using asio_sync::test::eventually;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
 using asio_sync::test::pipe_link;
@@ -72,19 +74,6 @@ std::string check(const redis_server& server)
 std::string queue_length(const redis_server& server)
 {
     return server.command({"ZCARD", script(name).key(redis::detail::semaphore_key::queue)});
-}
-
-// Polls until `f` holds; fails after the limit.
-template <class Predicate>
-void eventually(Predicate f)
-{
-    const auto deadline = std::chrono::steady_clock::now() + asio_sync::test::redis_wait_limit;
-    while (!f())
-    {
-        BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
-                              "condition not met within the limit");
-        std::this_thread::sleep_for(5ms);
-    }
 }
 
 std::string outcome(boost::system::error_code ec)
@@ -249,6 +238,31 @@ BOOST_FIXTURE_TEST_CASE(killed_connections_reconnect_without_granting_twice, ser
     BOOST_TEST(check(server) == "ok\n1\n1\n0");
     p = permit();
     eventually([&] { return check(server) == "ok\n0\n0\n0"; });
+}
+
+// A waiter whose links stay open but forward nothing (a stuck proxy): its untimed acquire used to
+// stay pending for ever while Redis itself was fine. The health check (on by default) finds the
+// links dead, the connection replaces them, the acquire is replayed by id, and it is served.
+BOOST_AUTO_TEST_CASE(an_acquire_behind_links_that_answer_nothing_is_served_once_they_are_replaced)
+{
+    redis_server server;
+    asio_sync::test::tcp_proxy proxy(server.port());
+    clients local(server.port());
+    redis::connection through_proxy(local.io, options_for(proxy.port()));
+    {
+        redis::semaphore holding(local.first, name, 1, lease);
+        redis::semaphore waiting(through_proxy, name, 1, lease);
+        permit h = hold(holding, 1);
+        auto served = waiting.async_acquire_permit(1, asio::use_future);
+        eventually([&] { return queue_length(server) == "1"; });
+
+        proxy.freeze();
+        h = permit(); // released: the waiter is granted, and its links hear nothing of it
+        const permit p = wait(served);
+        BOOST_TEST(p.count() == 1u);
+        BOOST_TEST(check(server) == "ok\n1\n1\n0");
+    }
+    through_proxy.close();
 }
 
 BOOST_FIXTURE_TEST_CASE(acquires_in_flight_across_a_server_sleep_are_each_granted_once, server_and_clients)

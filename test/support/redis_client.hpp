@@ -6,8 +6,8 @@
 #ifndef ASIO_SYNC_TEST_SUPPORT_REDIS_CLIENT_HPP
 #define ASIO_SYNC_TEST_SUPPORT_REDIS_CLIENT_HPP
 
-// Client-side helpers of the Redis tests: connection options for a test server, and bounded
-// waits on the futures the tests complete.
+// Client-side helpers of the Redis tests: connection options for a test server, bounded waits on
+// the futures the tests complete, and a bounded poll of a condition.
 
 #include <asio_sync/redis/connection_options.hpp>
 
@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <future>
+#include <thread>
 
 namespace asio_sync::test {
 
@@ -45,6 +46,19 @@ template <class T>
 bool is_ready(std::future<T>& f)
 {
     return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+// Polls until `f` holds, every 5 ms; fails the test after the limit.
+template <class Predicate>
+void eventually(Predicate f)
+{
+    const auto deadline = std::chrono::steady_clock::now() + redis_wait_limit;
+    while (!f())
+    {
+        BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                              "condition not met within the limit");
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
 }
 
 } // namespace asio_sync::test

@@ -10,10 +10,10 @@
 // MONITOR connection. The server runs one command at a time and shows each to MONITOR in that
 // order, a call before the commands its function runs (lines "[db lua]"), so the index of a
 // line is a clock shared by every process, without skew. From the lines of the semaphore's keys
-// (layout in redis/detail/semaphore_script.hpp) it records, per remote id: its arrival (the
-// first acquire call naming it), its grant (the HSET of its `hinfo` entry "<n>:<fence>") and the
-// end of its hold (the HDEL of that entry: a release or an expiry). Lines of other commands are
-// passed back to the caller, e.g. markers a test sends with ECHO.
+// (layout in redis/detail/semaphore_library.lua) it records, per remote id: its arrival (the
+// first acquire call naming it), its grant (the HSET of its field "#<id>" in meta to
+// "<n>:<fence>") and the end of its hold (the HDEL of that field: a release or an expiry). Lines
+// of other commands are passed back to the caller, e.g. markers a test sends with ECHO.
 
 #include <asio_sync/redis/detail/semaphore_script.hpp>
 
@@ -129,12 +129,20 @@ public:
             arrivals_.try_emplace(args[id_index], position);
             return std::nullopt;
         }
-        if (line->from_script && args.size() >= 3 && args[1] == hinfo())
+        if (line->from_script && args.size() >= 3 && args[1] == meta())
         {
-            if (args[0] == "HSET" && args.size() == 4)
-                record_grant(args[2], args[3], position);
+            if (args[0] == "HSET")
+            {
+                for (std::size_t i = 2; i + 1 < args.size(); i += 2)
+                    if (args[i].starts_with('#') && args[i + 1].find(':') != std::string::npos)
+                        record_grant(args[i].substr(1), args[i + 1], position);
+            }
             else if (args[0] == "HDEL")
-                record_end(args[2], position);
+            {
+                for (std::size_t i = 2; i < args.size(); ++i)
+                    if (args[i].starts_with('#'))
+                        record_end(args[i].substr(1), position);
+            }
             return std::nullopt;
         }
         if (line->from_script)
@@ -149,7 +157,7 @@ public:
     const std::vector<remote_hold>& holds() const noexcept { return holds_; }
 
 private:
-    const std::string& hinfo() const { return script_.key(redis::detail::semaphore_key::holder_info); }
+    const std::string& meta() const { return script_.key(redis::detail::semaphore_key::meta); }
 
     void record_grant(const std::string& id, const std::string& value, std::size_t position)
     {

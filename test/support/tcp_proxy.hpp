@@ -9,7 +9,8 @@
 // A TCP proxy on a free loopback port in front of a server on another loopback port, running on
 // a thread of its own, for fault tests. Each connection it accepts is relayed to the server or
 // misbehaves, in the mode its rank was given at construction. The relayed connections can also be
-// held (what the clients send waits in the proxy), made to lose the server's replies, and cut.
+// held (what the clients send waits in the proxy), made to lose the server's replies, frozen (open
+// but forwarding nothing, as a stuck proxy or a half-open connection), and cut.
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/connect.hpp>
@@ -101,7 +102,21 @@ public:
                     socket->close(ignored);
                 }
             relayed_.clear();
+            pipes_.clear();
             dropping_ = false;
+        });
+    }
+
+    // From now on the connections relayed so far stay open and forward nothing, either way: what
+    // either end sends is read and dropped. Later connections are relayed normally.
+    void freeze()
+    {
+        on_proxy_thread([this] {
+            for (const auto& weak : pipes_)
+                if (const auto p = weak.lock())
+                    p->frozen = true;
+            pipes_.clear();
+            relayed_.clear();
         });
     }
 
@@ -137,20 +152,20 @@ private:
 
         void run()
         {
-            from->async_read_some(boost::asio::buffer(data),
-                                  [self = shared_from_this()](auto ec, std::size_t n) {
-                                      if (ec)
-                                          return self->close();
-                                      if (self->way == direction::to_client && self->owner.dropping_)
-                                          return self->run();
-                                      if (self->way == direction::to_server && self->owner.holding_)
-                                      {
-                                          self->held = n;
-                                          self->owner.held_.push_back(self);
-                                          return;
-                                      }
-                                      self->forward(n);
-                                  });
+            from->async_read_some(
+                boost::asio::buffer(data), [self = shared_from_this()](auto ec, std::size_t n) {
+                    if (ec)
+                        return self->close();
+                    if (self->frozen || (self->way == direction::to_client && self->owner.dropping_))
+                        return self->run();
+                    if (self->way == direction::to_server && self->owner.holding_)
+                    {
+                        self->held = n;
+                        self->owner.held_.push_back(self);
+                        return;
+                    }
+                    self->forward(n);
+                });
         }
 
         void forward(std::size_t n)
@@ -176,6 +191,7 @@ private:
         std::shared_ptr<tcp::socket> to;
         std::array<char, 16 * 1024> data{};
         std::size_t held = 0; // bytes of `data` waiting for release()
+        bool frozen = false;  // reads and drops, forwards nothing
     };
 
     void accept()
@@ -202,8 +218,13 @@ private:
                     return;
                 relayed_.push_back(client);
                 relayed_.push_back(server);
-                std::make_shared<pipe>(*this, pipe::direction::to_server, client, server)->run();
-                std::make_shared<pipe>(*this, pipe::direction::to_client, server, client)->run();
+                for (const auto& p :
+                     {std::make_shared<pipe>(*this, pipe::direction::to_server, client, server),
+                      std::make_shared<pipe>(*this, pipe::direction::to_client, server, client)})
+                {
+                    pipes_.push_back(p);
+                    p->run();
+                }
             });
             break;
         }
@@ -246,6 +267,7 @@ private:
     bool dropping_ = false;
     std::vector<std::shared_ptr<pipe>> held_;
     std::vector<std::weak_ptr<tcp::socket>> relayed_;
+    std::vector<std::weak_ptr<pipe>> pipes_;
     std::thread thread_;
 };
 

@@ -441,7 +441,7 @@ public:
             holds_.push_back(hold);
         }
         permit.async_release([this, work = asio::make_work_guard(sessions_executor_)](error_code ec) {
-            if (ec == asio_sync::redis::error::lease_lost)
+            if (ec == asio_sync::redis::error::lease_lost || ec == asio_sync::redis::error::state_lost)
                 leases_lost_.fetch_add(1);
         });
     }
@@ -540,8 +540,8 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
     {
         auto [fleet_ec, fleet_permit] = co_await fleet->semaphore().async_acquire_permit(
             1, asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
-        // Aborted after the shutdown: the closed local semaphore below turns the session away.
-        const bool shut_down = fleet_ec == asio::error::operation_aborted && limit.is_closed();
+        // Closed by the shutdown: the closed local semaphore below turns the session away.
+        const bool shut_down = fleet_ec == asio_sync::error::closed;
         if (fleet_ec == asio::error::operation_aborted && !shut_down)
         {
             stats.abandoned.fetch_add(1);
@@ -667,7 +667,7 @@ awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_p
     limit.close(); // queued sessions complete with error::closed; active ones finish their turn
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
     if (fleet)
-        fleet->semaphore().cancel(); // so do the sessions still in the fleet-wide queue
+        fleet->semaphore().close(); // so do the sessions still in the fleet-wide queue
 #endif
     std::printf("%5.2fs  shutting down: acceptor closed, semaphore closed with %zu sessions queued\n",
                 seconds_since(start), queued);

@@ -34,8 +34,11 @@ namespace asio_sync::redis {
 ///
 /// It keeps two links to the server, each on its own socket, and keeps them up: when a link
 /// drops, it reconnects after a delay that doubles with each failed attempt (see
-/// `connection_options`), and repeats its set-up (`AUTH`, `SELECT`) on every connect. Asio owns
-/// the sockets; hiredis is used only to format commands and to parse replies.
+/// `connection_options`), and repeats its set-up (`AUTH`, `SELECT`) on every connect. A health
+/// check (`connection_options::health_check_interval`, on by default) writes a `PING` on each
+/// link every interval and replaces a link whose `PING` goes unanswered for a whole interval,
+/// even though its TCP connection stays open. Asio owns the sockets; hiredis is used only to
+/// format commands and to parse replies.
 ///
 /// - The **command link** carries `async_execute`. Commands are pipelined: all those waiting
 ///   are written in one batch, without waiting for earlier replies, and the replies are matched

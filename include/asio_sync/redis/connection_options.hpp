@@ -60,6 +60,17 @@ struct connection_options
     /// from `[d * (1 - reconnect_jitter), d]`, so that a fleet of clients does not reconnect in
     /// step after the server restarts.
     double reconnect_jitter = 0.5;
+
+    /// The health check of each link: every interval a `PING` is written on it, and a `PING`
+    /// still unanswered when the next one is due (a whole interval later) means that the link is
+    /// dead, whether or not its TCP connection stays open (a stuck proxy or load balancer, a
+    /// half-open connection): it is dropped and connected again, and the commands written on it
+    /// complete with `connection_lost`. Zero turns the health check off.
+    ///
+    /// Replies come in order, so a command that takes longer than the interval to answer (a
+    /// blocking `BLPOP`, a long script) holds the `PING`'s reply back: raise the interval above
+    /// the longest such wait, or turn the check off, on a connection that sends them.
+    std::chrono::milliseconds health_check_interval{2000};
 };
 
 } // namespace asio_sync::redis

@@ -82,6 +82,18 @@ enum class error
     /// The function library of the fleet-wide semaphore refused a malformed call
     /// (`ASIO_SYNC_ARGUMENT`), such as a number too large for it.
     invalid_argument,
+
+    /// Redis lost the fleet-wide semaphore's state while the permit was held: its keys were
+    /// evicted or deleted, or the server restarted without its data. The permit is lost as with
+    /// `lease_lost`; the semaphore started afresh, and grants nothing until every lease of the
+    /// lost state has lapsed. See "Lost state" in docs/cluster.md.
+    state_lost,
+
+    /// The server may evict the fleet-wide semaphore's keys: it has a `maxmemory` and a
+    /// `maxmemory-policy` other than `noeviction`. An evicted key loses permits, so the semaphore
+    /// refuses to acquire there; set `maxmemory-policy noeviction` (or no `maxmemory`). Checked on
+    /// each connect, where the server lets the connection read its configuration.
+    eviction_policy,
 };
 
 namespace detail {
@@ -124,6 +136,10 @@ public:
             return "another cluster node owns the key's slot";
         case error::invalid_argument:
             return "the semaphore's function library refused a malformed call";
+        case error::state_lost:
+            return "Redis lost the semaphore's state while the permit was held";
+        case error::eviction_policy:
+            return "the server may evict the semaphore's keys (maxmemory-policy is not noeviction)";
         }
         return "unknown asio_sync.redis error";
     }

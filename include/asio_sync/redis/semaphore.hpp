@@ -12,22 +12,19 @@
 
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/connection.hpp>
+#include <asio_sync/redis/detail/access.hpp>
 #include <asio_sync/redis/detail/semaphore_engine.hpp>
 #include <asio_sync/redis/permit.hpp>
-#include <asio_sync/redis/reply.hpp>
+#include <asio_sync/redis/semaphore_options.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/compose.hpp>
 #include <boost/system/error_code.hpp>
-#include <boost/throw_exception.hpp>
 
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -56,26 +53,38 @@ struct semaphore_status
 /// behind it).
 ///
 /// **Leases.** A granted permit holds a lease of `lease_duration`, renewed in the background every
-/// third of it while the permit lives. A holder that cannot renew (Redis unreachable, the process
-/// stalled or killed) loses its permits when the lease lapses, so a dead process never blocks the
-/// fleet for longer than one lease. A permit learns that it was lost through `async_wait_lost` and
-/// `lost_slot()`; its `fencing_token()` is smaller than that of every later grant, so a resource
-/// that remembers the largest token it saw can refuse a stale holder.
+/// third of it while the permit lives. This process dates each lease from when it *sent* the call
+/// that set it, plus the lease time Redis says is left, so its idea of when the lease ends is
+/// never later than Redis's; it declares the permit lost a safety margin before that end if no
+/// renewal got through (see `semaphore_options`), or when Redis says it is lost. A process that
+/// cannot renew (Redis unreachable, the process stalled or killed) loses its permits when the
+/// lease lapses, so a dead process never blocks the fleet for longer than one lease. A permit
+/// learns that it was lost through `async_wait_lost`, `lost_slot()` and `valid_for()`; its
+/// `fencing_token()` is smaller than that of every later grant, so a resource that remembers the
+/// largest token it saw can refuse a stale holder.
 ///
 /// **Faults.** An acquire made while Redis is unreachable waits (bounded by its own timeout or
 /// cancellation) and completes once Redis is back; one whose reply was lost with the link is sent
 /// again with the same id, so it is never granted twice. A cancelled or timed-out acquire
-/// completes at once; its remote waiter is removed, and a grant that raced it is given back.
+/// completes at once; its remote waiter is removed, and a grant that raced it is given back. If
+/// Redis loses the semaphore's state (evicted or deleted keys, a restart without persistence), the
+/// holders of the lost state hear `error::state_lost`, and nothing is granted again before every
+/// lease of the lost state could have lapsed. A server that may evict the semaphore's keys
+/// (`maxmemory` with a policy other than `noeviction`) is refused: acquires fail with
+/// `error::eviction_policy`.
 ///
-/// **Completions** run through the handler's associated executor, never inside the initiating
-/// call.
+/// **Completion.** A handler is never invoked from inside an initiating function, `cancel`,
+/// `close` or the destructor. It runs through its associated executor (by default the
+/// connection's), as if by `boost::asio::post`.
 ///
-/// The connection must outlive the semaphore and every permit made by it. Thread-safe: its
-/// operations may be started from any thread. While the semaphore or one of its permits exists,
-/// its renewal timer keeps the connection's execution context busy.
+/// **Thread safety.** Every member function may be called concurrently from any thread.
 ///
-/// The design, the guarantees and their limits (one Redis primary, failover, clocks, choosing the
-/// lease), the errors and how to operate it are in the guide "Beyond one process"
+/// **Lifetime.** The connection must outlive the semaphore and every permit made by it. While the
+/// semaphore has pending acquires or one of its permits exists, its timer keeps the connection's
+/// execution context busy.
+///
+/// The design, the guarantees and their limits (one Redis primary, failover, clocks, lost state,
+/// choosing the lease), the errors and how to operate it are in the guide "Beyond one process"
 /// (docs/cluster.md).
 ///
 /// @tparam Executor The connection's executor type: the default executor of completion handlers,
@@ -88,6 +97,16 @@ class basic_semaphore
 public:
     /// The executor type of the connection.
     using executor_type = Executor;
+
+    /// Rebinds the semaphore to another executor type.
+    ///
+    /// @tparam OtherExecutor The executor type to rebind to.
+    template <class OtherExecutor>
+    struct rebind_executor
+    {
+        /// The semaphore type when rebound to the specified executor.
+        using other = basic_semaphore<OtherExecutor>;
+    };
 
     /// The connection the semaphore talks to Redis through.
     using connection_type = basic_connection<Executor>;
@@ -103,123 +122,236 @@ public:
     /// renewed while it lives, released by its destructor. See `basic_permit`.
     using permit = basic_permit<Executor>;
 
-    /// Opens the semaphore `name` of `capacity` permits on `conn`'s server. The first acquire
-    /// declares the capacity in Redis; an acquire with another capacity fails with
-    /// `error::capacity_mismatch`. The constructor registers the semaphore's function library
-    /// with the connection, which loads it at once and on every reconnect, and subscribes to the
-    /// semaphore's channel.
+    /// Opens the semaphore `name` of `capacity` permits on `conn`'s server, with leases of
+    /// `lease_duration` and the default safety margin. The first acquire declares the capacity in
+    /// Redis; an acquire with another capacity fails with `error::capacity_mismatch`. The
+    /// constructor registers the semaphore's function library with the connection, which loads it
+    /// at once and on every reconnect, and subscribes to the semaphore's channel.
     ///
     /// @param conn The connection; it must outlive the semaphore and its permits.
     /// @param name The semaphore's name, shared by every process that uses it; its keys are
     /// `asio_sync:{name}:...`. Any bytes but an empty string.
     /// @param capacity The most permits held at once across the fleet.
     /// @param lease_duration The lease of each permit and queued waiter, renewed every third of
-    /// it; from `min_lease_duration` to `max_lease_duration`. A process that stops renewing loses
-    /// its permits one lease after its last renewal.
+    /// it; from `min_lease_duration` to `max_lease_duration`.
     /// @throws std::invalid_argument if `name` is empty, or `lease_duration` is out of range.
     basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
-                    std::chrono::milliseconds lease_duration)
-        : engine_(std::make_shared<engine_type>(conn, name, capacity, checked_lease(lease_duration)))
-    {
-        engine_->start();
-    }
+                    std::chrono::milliseconds lease_duration);
 
+    /// Opens the semaphore `name` of `capacity` permits on `conn`'s server, with the leases of
+    /// `options`; otherwise as the constructor above.
+    ///
+    /// @param conn The connection; it must outlive the semaphore and its permits.
+    /// @param name The semaphore's name. Any bytes but an empty string.
+    /// @param capacity The most permits held at once across the fleet.
+    /// @param options The lease duration and the safety margin.
+    /// @throws std::invalid_argument if `name` is empty, `options.lease_duration` is out of range,
+    /// or `options.safety_margin` is negative or more than half the lease.
+    basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
+                    const semaphore_options& options);
+
+    /// Not copyable (nor movable).
     basic_semaphore(const basic_semaphore&) = delete;
+    /// Not copy-assignable (nor move-assignable).
     basic_semaphore& operator=(const basic_semaphore&) = delete;
 
-    /// Pending acquires complete with `boost::asio::error::operation_aborted`; live permits keep
-    /// their leases renewed until they are released.
-    ~basic_semaphore() { engine_->stop(); }
+    /// Pending acquires complete with `boost::asio::error::operation_aborted` and leave the
+    /// fleet-wide queue; live permits keep their leases renewed until they are released.
+    ~basic_semaphore();
+
+    /// Returns the executor of the connection: the default executor of completion handlers.
+    const executor_type& get_executor() const noexcept { return executor_; }
+
+    /// The capacity this semaphore object declares.
+    std::size_t capacity() const noexcept { return engine_->capacity(); }
 
     /// Gives up every pending acquire of this semaphore object: each completes with
     /// `boost::asio::error::operation_aborted`, and its waiter is taken out of the fleet-wide queue
     /// (a grant that raced it is given back). Permits already granted are not affected, and later
-    /// acquires work as usual. Thread-safe.
-    void cancel() { engine_->abort_waiters(boost::asio::error::operation_aborted, true); }
+    /// acquires work as usual. Thread-safe; invokes no handler.
+    void cancel();
 
-    /// Acquires `n` permits, waiting in the fleet-wide queue.
+    /// Closes this semaphore object, like `asio_sync::semaphore::close()`: every pending acquire
+    /// and every later one completes with `asio_sync::error::closed` (pending ones leave the
+    /// fleet-wide queue, a grant that raced them is given back). Permits already granted are not
+    /// affected: they renew and release as before. Closing twice does nothing. Thread-safe;
+    /// invokes no handler.
+    void close();
+
+    /// Starts an acquire of `n` permits, waiting in the fleet-wide queue.
     ///
-    /// Signature: `void(boost::system::error_code, permit)`. Errors: `too_many_permits` (n greater
-    /// than the capacity), `error::capacity_mismatch`, `error::wrong_type`,
-    /// `error::server_error` (any other error reply, such as `NOPERM` or `READONLY`),
-    /// `error::auth_failed`, `boost::asio::error::operation_aborted` (cancelled: any type, or by
-    /// `cancel()`; the semaphore destroyed while it waited), `asio_sync::error::closed` (the
-    /// connection was closed before the acquire was decided, whether its call was unsent, in
-    /// flight or queued in Redis; its remote waiter, if any, expires with its lease). A reply
-    /// lost with the connection is not an error: the acquire is sent again with the same id, and
-    /// is never granted twice. While Redis is unreachable the acquire waits: bound it with
+    /// @par Completion signature
+    /// `void(boost::system::error_code, permit)`. On success the permit holds `n` permits (none
+    /// for `n == 0`); on error it holds nothing.
+    ///
+    /// @par Per-operation cancellation
+    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
+    /// associated cancellation slot: the acquire completes with `operation_aborted` at once and
+    /// its remote waiter is released after its acquire on the same connection, so a grant that
+    /// raced the cancellation is given back exactly once. A cancellation after the grant does
+    /// nothing.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// - none: granted.
+    /// - `asio_sync::error::too_many_permits`: `n` greater than the capacity; nothing was sent.
+    /// - `asio_sync::error::closed`: `close()` was called, or the connection was closed before the
+    ///   acquire was decided (whether its call was unsent, in flight or queued in Redis; its remote
+    ///   waiter, if any, expires with its lease).
+    /// - `boost::asio::error::operation_aborted`: cancelled (any type, or by `cancel()`), or the
+    ///   semaphore was destroyed while the acquire waited.
+    /// - `error::eviction_policy`: the server may evict the semaphore's keys.
+    /// - `error::capacity_mismatch`, `error::wrong_type`, `error::invalid_argument`,
+    ///   `error::no_permission`, `error::read_only`, `error::out_of_memory`,
+    ///   `error::cluster_redirect`, `error::auth_failed`, `error::server_error`: Redis refused the
+    ///   call (see docs/cluster.md).
+    /// .
+    /// A reply lost with the connection is not an error: the acquire is sent again with the same
+    /// id, and is never granted twice. While Redis is unreachable the acquire waits: bound it with
     /// `async_acquire_permit_for` or a cancellation.
-    /// `n == 0` completes at once with an empty permit.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit)) AcquireToken>
-    auto async_acquire_permit(std::size_t n, AcquireToken&& token)
-    {
-        return initiate(n, detail::acquire_mode::wait, std::nullopt, std::forward<AcquireToken>(token));
-    }
-
-    /// As `async_acquire_permit`, giving up with `asio_sync::error::timed_out` after `timeout`.
-    template <class Rep, class Period,
-              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit)) AcquireToken>
-    auto async_acquire_permit_for(std::size_t n, std::chrono::duration<Rep, Period> timeout,
-                                  AcquireToken&& token)
-    {
-        return initiate(n, detail::acquire_mode::wait,
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
-                        std::forward<AcquireToken>(token));
-    }
-
-    /// Acquires `n` permits if they are free and nobody waits, in one round trip; never queues.
-    /// Fails with `boost::asio::error::would_block` otherwise, or with the errors of
-    /// `async_acquire_permit`.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit)) AcquireToken>
-    auto async_try_acquire_permit(std::size_t n, AcquireToken&& token)
-    {
-        return initiate(n, detail::acquire_mode::try_once, std::nullopt, std::forward<AcquireToken>(token));
-    }
-
-    /// Reads the semaphore's usage across the fleet from Redis, in one read-only round trip
-    /// (`FCALL_RO`, so a replica may answer it). An observer: the numbers may have changed by the
-    /// time the handler runs.
     ///
-    /// Signature: `void(boost::system::error_code, semaphore_status)`. Errors: those of
-    /// `connection::async_execute`, and the Redis errors of `async_acquire_permit`.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, semaphore_status)) StatusToken>
-    auto async_status(StatusToken&& token)
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// The semaphore may be destroyed while the acquire waits, which then completes with
+    /// `operation_aborted`; the connection must outlive the permit. The acquire waits in one
+    /// object allocated with the handler's associated allocator.
+    ///
+    /// @param n The number of permits, at most the capacity.
+    /// @param token The completion token.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
+                  AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_acquire_permit(std::size_t n,
+                              AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return boost::asio::async_compose<StatusToken, void(boost::system::error_code, semaphore_status)>(
-            [engine = engine_, started = false](auto& self, boost::system::error_code ec = {},
-                                                reply r = {}) mutable {
-                if (!started)
-                {
-                    started = true;
-                    return engine->connection().async_execute(engine->script().usage(), std::move(self));
-                }
-                std::size_t values[3] = {};
-                ec = engine_type::usage_of(ec, r, values);
-                self.complete(ec, semaphore_status{values[0], values[1], values[2]});
-            },
-            token, engine_->connection().get_executor());
+        return boost::asio::async_initiate<AcquireToken, void(boost::system::error_code, permit)>(
+            initiate_async_acquire_permit(this), token, n, detail::acquire_mode::wait, no_timeout());
+    }
+
+    /// Starts an acquire of `n` permits that gives up with `asio_sync::error::timed_out` after
+    /// `timeout`; otherwise as `async_acquire_permit`.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, permit)`.
+    ///
+    /// @par Per-operation cancellation
+    /// As `async_acquire_permit`; the timer is cancelled with the acquire.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
+    /// `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_acquire_permit`, and `asio_sync::error::timed_out` (not granted in time;
+    /// its remote waiter is removed), `boost::asio::error::no_memory` (the timer could not be
+    /// started).
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_acquire_permit`; the timer lives in the acquire's object.
+    ///
+    /// @param n The number of permits, at most the capacity.
+    /// @param timeout How long the acquire may wait.
+    /// @param token The completion token.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
+                  AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_acquire_permit_for(std::size_t n, std::chrono::duration<Rep, Period> timeout,
+                                  AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<AcquireToken, void(boost::system::error_code, permit)>(
+            initiate_async_acquire_permit(this), token, n, detail::acquire_mode::wait,
+            std::optional<std::chrono::steady_clock::duration>(
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout)));
+    }
+
+    /// Starts an acquire of `n` permits that is granted if they are free and nobody waits, in one
+    /// round trip; it never queues.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, permit)`.
+    ///
+    /// @par Per-operation cancellation
+    /// As `async_acquire_permit`.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// `boost::asio::error::would_block` when the permits are not free now, someone is queued, or
+    /// the semaphore is in the quiet period that follows lost state; otherwise those of
+    /// `async_acquire_permit`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_acquire_permit`.
+    ///
+    /// @param n The number of permits, at most the capacity.
+    /// @param token The completion token.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
+                  AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_try_acquire_permit(std::size_t n,
+                                  AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<AcquireToken, void(boost::system::error_code, permit)>(
+            initiate_async_acquire_permit(this), token, n, detail::acquire_mode::try_once, no_timeout());
+    }
+
+    /// Starts reading the semaphore's usage across the fleet from Redis, in one read-only round
+    /// trip (`FCALL_RO`, so a replica may answer it). An observer: the numbers may have changed by
+    /// the time the handler runs.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, semaphore_status)`.
+    ///
+    /// @par Per-operation cancellation
+    /// As `basic_connection::async_execute`: terminal and partial complete it with
+    /// `operation_aborted` at once (the read may still run in Redis); total only while it is not
+    /// yet written.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// Those of `basic_connection::async_execute`, and the Redis errors of
+    /// `async_acquire_permit` (`error::server_error` for a reply the library would not send).
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// The semaphore may be destroyed while the read is pending; the connection may not.
+    ///
+    /// @param token The completion token.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, semaphore_status))
+                  StatusToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_status(StatusToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<StatusToken, void(boost::system::error_code, semaphore_status)>(
+            initiate_async_status(this), token);
     }
 
 private:
-    static std::chrono::milliseconds checked_lease(std::chrono::milliseconds lease)
-    {
-        if (lease < min_lease_duration || lease > max_lease_duration)
-            boost::throw_exception(
-                std::invalid_argument("asio_sync::redis::basic_semaphore: lease_duration out of range"));
-        return lease;
-    }
+    friend detail::access;
 
-    template <class AcquireToken>
-    auto initiate(std::size_t n, detail::acquire_mode mode,
-                  std::optional<std::chrono::steady_clock::duration> timeout, AcquireToken&& token)
-    {
-        return boost::asio::async_initiate<AcquireToken, void(boost::system::error_code, permit)>(
-            [engine = engine_, n, mode, timeout](auto handler) {
-                engine->acquire(n, mode, timeout, std::move(handler));
-            },
-            token);
-    }
+    using no_timeout = std::optional<std::chrono::steady_clock::duration>;
 
+    class initiate_async_acquire_permit;
+    class initiate_async_status;
+    struct status_read;
+
+    executor_type executor_;
     std::shared_ptr<engine_type> engine_;
 };
 
@@ -227,5 +359,7 @@ private:
 using semaphore = basic_semaphore<>;
 
 } // namespace asio_sync::redis
+
+#include <asio_sync/redis/impl/semaphore.hpp>
 
 #endif // ASIO_SYNC_REDIS_SEMAPHORE_HPP

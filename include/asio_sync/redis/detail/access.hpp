@@ -6,17 +6,28 @@
 #ifndef ASIO_SYNC_REDIS_DETAIL_ACCESS_HPP
 #define ASIO_SYNC_REDIS_DETAIL_ACCESS_HPP
 
+#include <utility>
+
 namespace asio_sync::redis::detail {
 
-// The one door to the internals of the Redis classes, for the classes built on them (the
-// semaphore engine) and for the tests.
+// The one door to the internals of the Redis classes, for the classes built on them and for the
+// tests: a class with members to share befriends `access` and no one else, and each function here
+// says what it reaches and for whom (as Boost.MySQL's detail::access does).
 struct access
 {
-    // The engine behind a connection: its set-up commands and connect listeners.
+    // The engine behind a connection: its set-up commands and connect listeners, for the
+    // semaphore's engine and the tests.
     template <class Connection>
     static auto& impl(Connection& connection) noexcept
     {
         return *connection.impl_;
+    }
+
+    // A permit made by the engine that granted it, with the constructor only it may call.
+    template <class T, class... Args>
+    static T construct(Args&&... args)
+    {
+        return T(std::forward<Args>(args)...);
     }
 };
 

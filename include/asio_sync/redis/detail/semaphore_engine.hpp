@@ -6,46 +6,32 @@
 #ifndef ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_ENGINE_HPP
 #define ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_ENGINE_HPP
 
-// The client side of the fleet-wide semaphore: the local waiters and holders of one
-// redis::basic_semaphore, the calls of the function library in semaphore_script on them, the
-// grants published on the semaphore's channel, and the heartbeat that renews every lease.
+// The driver of one redis::basic_semaphore: it feeds the events of the connection (replies,
+// published grants, (re)connections), of the clock and of the local operations to the client
+// state machine (semaphore_client.hpp), and carries out the actions it returns: calls of the
+// function library, the timer, and the completions of the operations (semaphore_ops.hpp).
 //
-// A local acquire is an operation of the core's acquire machinery (detail/start_acquire.hpp):
-// allocated with the handler's allocator, cancelled through acquire_cancellation, completed
-// through the handler's executor by complete_all once the engine's mutex is released. The engine
-// is an engine in start_acquire's sense: enqueue() registers the waiter and sends its call, and the
-// replies, grant messages and renewals decide it later.
-//
-// Every local acquire has a remote id, "<random prefix>:<counter>", unique across the fleet; a call
-// with an id is replayable, so an acquire whose reply was lost with the link is sent again with
-// the same id after the reconnection and is never granted twice. An acquire given up locally
-// (cancelled, timed out) completes at once and sends release(id) on the same ordered command link,
-// after its acquire: a grant that raced the give-up is handed back exactly once. Every acquire is
-// sent under the engine's mutex, so a give-up, which reads the waiter under it, is always sent
-// after it.
+// One mutex guards the client and the operations. The calls an event produces are issued under
+// it, in the order the client returned them: a give-up's release always follows its acquire on
+// the connection's ordered link. Completions are collected under it and submitted after it is
+// released, through each handler's executor; a lost permit's signal is emitted then too.
 
-#include <asio_sync/detail/acquire_op.hpp>
-#include <asio_sync/detail/completion.hpp>
-#include <asio_sync/detail/grant.hpp>
 #include <asio_sync/detail/start_acquire.hpp>
-#include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/connection.hpp>
 #include <asio_sync/redis/detail/access.hpp>
 #include <asio_sync/redis/detail/command.hpp>
+#include <asio_sync/redis/detail/semaphore_client.hpp>
+#include <asio_sync/redis/detail/semaphore_ops.hpp>
+#include <asio_sync/redis/detail/semaphore_reply.hpp>
 #include <asio_sync/redis/detail/semaphore_script.hpp>
 #include <asio_sync/redis/error.hpp>
-#include <asio_sync/redis/permit.hpp>
 #include <asio_sync/redis/reply.hpp>
 
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/wait_traits.hpp>
-#include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <atomic>
@@ -61,359 +47,143 @@
 #include <random>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 namespace asio_sync::redis::detail {
-
-namespace core = asio_sync::detail;
-
-template <class Executor>
-class semaphore_engine;
-
-// A completion kept by the engine whose error code may be one that waiter_outcome does not name
-// (a Redis error, would_block, lease_lost): `error`, when set, is the one the handler receives.
-struct coded_waiter : core::acquire_op_base
-{
-    using acquire_op_base::acquire_op_base;
-
-    boost::system::error_code error;
-};
-
-// Destroys an operation that nobody completed, as when a command's handler is dropped unrun.
-struct destroy_op
-{
-    void operator()(coded_waiter* op) const noexcept { op->destroy(); }
-};
-
-using owned_op = std::unique_ptr<coded_waiter, destroy_op>;
-
-// The `void(error_code)` completion of a permit's release or wait for loss: the core's operation
-// parts with a grant that hands over the error code alone.
-template <class Handler, class IoExecutor>
-class status_op final : public coded_waiter
-{
-public:
-    using parts_type = core::acquire_parts<Handler, IoExecutor, core::signal_grant>;
-
-    status_op(Handler&& handler, const IoExecutor& io_ex)
-        : coded_waiter(&do_func), parts_(std::move(handler), io_ex, core::signal_grant())
-    {
-    }
-
-    static status_op* create(Handler&& handler, const IoExecutor& io_ex)
-    {
-        return core::allocate_op<status_op>(core::get_handler_allocator(handler), std::move(handler), io_ex);
-    }
-
-private:
-    static void do_func(core::acquire_op_base* base, action what, const boost::system::error_code& ec,
-                        core::relation how)
-    {
-        auto* op = static_cast<status_op*>(base);
-        const boost::system::error_code result = op->error ? op->error : ec;
-        parts_type parts(std::move(op->parts_));
-        core::deallocate_op(op, parts.get_allocator());
-        if (what == action::complete)
-            parts.complete(result, how, 0);
-    }
-
-    parts_type parts_;
-};
-
-// The longest remote id: 16 hex digits, ':', a 64-bit counter, and the terminating NUL.
-constexpr std::size_t id_capacity = 16 + 1 + 20 + 1;
-
-// A local acquire, known to the engine from enqueue() until it is decided. The engine reads and
-// writes its fields under its mutex.
-struct remote_waiter : coded_waiter
-{
-    using clock = std::chrono::steady_clock;
-
-    remote_waiter(func_type func, acquire_mode how) noexcept : coded_waiter(func), mode(how) {}
-
-    char id[id_capacity] = {};
-    std::uint64_t serial = 0; // the counter of `id`: how a reply names its waiter
-    acquire_mode mode;
-    bool remotely_queued = false; // Redis answered queued: the heartbeat renews its waiter lease
-    bool reloaded = false;        // the library was loaded again for it once (after a FUNCTION FLUSH)
-    clock::time_point sent_at{};  // when the call that last set its remote deadline was sent
-    // What the permit of a granted acquire holds beyond its count.
-    std::uint64_t fence = 0;
-    std::shared_ptr<boost::asio::cancellation_signal> lost_signal;
-    // Starts the time limit, if the acquire has one; false if the timer could not be started.
-    bool (*start_timer)(remote_waiter&) = nullptr;
-};
-
-// The grant of a remote acquire. Copied at initiation, it knows only the engine; the operation of a
-// granted acquire fills in the rest of its permit (id, count, fence, lost signal) just before it
-// completes, through acquire_parts::grant().
-template <class Executor>
-struct permit_grant
-{
-    using engine_type = semaphore_engine<Executor>;
-    using permit_type = redis::basic_permit<Executor>;
-
-    static constexpr bool to_permit = true;
-
-    std::shared_ptr<engine_type> engine;
-    char id[id_capacity] = {};
-    std::size_t count = 0;
-    std::uint64_t fence = 0;
-    std::shared_ptr<boost::asio::cancellation_signal> lost_signal;
-
-    void bind(const remote_waiter& w, std::size_t n) noexcept
-    {
-        std::memcpy(id, w.id, sizeof id);
-        count = n;
-        fence = w.fence;
-        lost_signal = w.lost_signal;
-    }
-
-    std::tuple<boost::system::error_code, permit_type> operator()(boost::system::error_code ec) const
-    {
-        if (ec || count == 0)
-            return {ec, permit_type()};
-        return {ec, permit_type(engine, id, count, fence, lost_signal)};
-    }
-
-    // The permit of an undelivered completion, if it was made, released the id when it was
-    // destroyed; releasing it again is harmless (release is idempotent). If that fails too, the
-    // lease expires it.
-    void undelivered(std::size_t n) const noexcept
-    {
-        if (n == 0)
-            return;
-        BOOST_TRY
-        {
-            engine->release(id, nullptr);
-        }
-        BOOST_CATCH(...)
-        {
-        }
-        BOOST_CATCH_END
-    }
-};
-
-// The operation of a remote acquire. With a time limit, its timer lives in it, as in
-// timed_acquire_op: the queue side and the timer's wait handler own it, and the memory goes with
-// the last. The timer is started by enqueue under the engine's mutex, before the waiter is
-// visible, so whoever decides the waiter later may cancel the timer without racing its start.
-template <class Handler, class IoExecutor, class Grant>
-class remote_acquire_op final : public remote_waiter
-{
-public:
-    using parts_type = core::acquire_parts<Handler, IoExecutor, Grant>;
-    using allocator_type = typename parts_type::allocator_type;
-    using engine_type = typename Grant::engine_type;
-    using timer_type = boost::asio::basic_waitable_timer<clock, boost::asio::wait_traits<clock>, IoExecutor>;
-
-    remote_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, acquire_mode how,
-                      std::optional<clock::duration> timeout)
-        : remote_waiter(&do_func, how), parts_(std::move(handler), io_ex, grant),
-          alloc_(parts_.get_allocator()), timer_(io_ex), timeout_(timeout.value_or(clock::duration()))
-    {
-        to_permit = Grant::to_permit;
-        if (timeout)
-            start_timer = &start;
-    }
-
-    static remote_acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant,
-                                     acquire_mode how, std::optional<clock::duration> timeout)
-    {
-        return core::allocate_op<remote_acquire_op>(core::get_handler_allocator(handler), std::move(handler),
-                                                    io_ex, grant, how, timeout);
-    }
-
-    typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
-
-    // The queue side owns the operation alone: the initiator has nothing to let go of.
-    void initiated(bool) noexcept {}
-
-private:
-    friend class core::timer_expiry<remote_acquire_op>;
-    using expiry = core::timer_expiry<remote_acquire_op>;
-
-    static bool start(remote_waiter& base)
-    {
-        auto& op = static_cast<remote_acquire_op&>(base);
-        BOOST_TRY
-        {
-            op.engine_ = op.parts_.grant().engine;
-            op.timer_.expires_after(op.timeout_);
-            op.timer_.async_wait(expiry(&op));
-            op.timing_ = true;
-        }
-        BOOST_CATCH(...)
-        {
-        }
-        BOOST_CATCH_END
-        return op.timing_;
-    }
-
-    // The timer expired: the acquire leaves the queue unless it was decided meanwhile.
-    void expire()
-    {
-        core::semaphore_waiter* self = this;
-        core::waiter_list done;
-        engine_->cancel(&self, core::waiter_outcome::timed_out, done);
-        core::complete_all(done);
-    }
-
-    void release() noexcept
-    {
-        if (owners_.fetch_sub(1, std::memory_order_acq_rel) == 1)
-            core::deallocate_op(this, alloc_);
-    }
-
-    static void do_func(core::acquire_op_base* base, action what, const boost::system::error_code& ec,
-                        core::relation how)
-    {
-        auto* op = static_cast<remote_acquire_op*>(base);
-        const std::size_t n = op->granted();
-        const boost::system::error_code result = op->error ? op->error : ec;
-        parts_type parts(std::move(op->parts_));
-        if (op->outcome == core::waiter_outcome::granted)
-            parts.grant().bind(*op, n);
-        if (op->timing_)
-            op->timer_.cancel();
-        op->release();
-        if (what == action::complete)
-            parts.complete(result, how, n);
-    }
-
-    parts_type parts_;
-    allocator_type alloc_;
-    timer_type timer_;
-    clock::duration timeout_;
-    std::shared_ptr<engine_type> engine_; // for the timer's expiry, which may come after the grant's is gone
-    bool timing_ = false;
-    std::atomic<unsigned char> owners_{1}; // the queue side, and the timer's wait handler once started
-};
 
 template <class Executor>
 class semaphore_engine : public std::enable_shared_from_this<semaphore_engine<Executor>>
 {
 public:
     using connection_type = basic_connection<Executor>;
-    using permit_type = redis::basic_permit<Executor>;
     using grant_type = permit_grant<Executor>;
     using clock = std::chrono::steady_clock;
 
     semaphore_engine(connection_type& connection, std::string_view name, std::size_t capacity,
-                     std::chrono::milliseconds lease)
-        : connection_(connection), script_(name), capacity_(capacity), lease_(lease),
-          heartbeat_(connection.get_executor()), holder_expiry_(connection.get_executor()),
-          id_prefix_(random_prefix())
+                     std::chrono::milliseconds lease, std::chrono::milliseconds safety_margin)
+        : connection_(connection), script_(name),
+          client_(client_options{capacity, lease, safety_margin, random_prefix()}),
+          timer_(connection.get_executor())
     {
     }
 
-    // Loads the library on every connect (best effort), and listens for grants.
+    // Loads the library on every connect (best effort), listens for grants, reconnections and the
+    // connection's close.
     void start()
     {
-        access::impl(connection_)
-            .add_setup_command(formatted_command::format_for_pipeline(semaphore_script::load_command()),
-                               // Refused (an ACL without FUNCTION LOAD) is no reason to fail the link:
-                               // an administrator may have loaded the library; an FCALL that does not
-                               // find it loads it again and reports why it cannot.
+        auto& impl = access::impl(connection_);
+        // Refused (an ACL without FUNCTION LOAD) is no reason to fail the link: an administrator may
+        // have loaded the library; an FCALL that does not find it loads it again and says why it
+        // cannot.
+        impl.add_setup_command(formatted_command::format_for_pipeline(semaphore_script::load_command()),
                                true);
         const std::weak_ptr<semaphore_engine> weak = this->weak_from_this();
         subscription_ = connection_.subscribe(
             script_.channel(),
             [weak](std::string message) {
                 if (const auto self = weak.lock())
-                    self->on_message(message);
+                    self->run([&](client_actions& out) { self->client_.on_message(message, out); });
             },
             [weak] {
                 if (const auto self = weak.lock())
-                    self->renew_queued_waiters();
+                    self->run([&](client_actions& out) { self->client_.on_subscribed(clock::now(), out); });
             });
-        close_listener_ = access::impl(connection_).new_id();
-        access::impl(connection_).add_close_listener(close_listener_, [weak] {
+        listener_ = impl.new_id();
+        impl.add_connect_listener(listener_, [weak] {
             if (const auto self = weak.lock())
-                self->abort_waiters(asio_sync::error::closed, false);
+                self->run([&](client_actions&) { self->client_.on_connected(); });
         });
-        const std::lock_guard<std::mutex> lock(mutex_);
-        schedule_heartbeat();
+        impl.add_close_listener(listener_, [weak] {
+            if (const auto self = weak.lock())
+                self->run([&](client_actions& out) {
+                    self->client_.abort_all(asio_sync::error::closed, false, out);
+                });
+        });
     }
 
-    // The semaphore is gone: its waiters complete with operation_aborted; its holders keep their
-    // leases renewed until their permits go.
+    // The semaphore is gone: its waiters complete with operation_aborted and leave the remote
+    // queue; its holders keep their leases renewed until their permits go.
     void stop()
     {
         connection_.unsubscribe(subscription_);
-        access::impl(connection_).remove_close_listener(close_listener_);
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            stopped_ = true;
-            if (holders_.empty())
-                heartbeat_.cancel();
-            holder_expiry_.cancel();
-        }
-        abort_waiters(boost::asio::error::operation_aborted, true);
+        auto& impl = access::impl(connection_);
+        impl.remove_connect_listener(listener_);
+        impl.remove_close_listener(listener_);
+        abort_waiters(boost::asio::error::operation_aborted);
     }
 
-    // Completes every local waiter with `ec`; with `remotely`, also takes their waiters out of the
-    // remote queue (after a connection close nothing can be sent: their waiter leases expire them).
-    void abort_waiters(boost::system::error_code ec, bool remotely)
+    // Completes every pending acquire with `ec`, and takes their waiters out of the remote queue.
+    void abort_waiters(boost::system::error_code ec)
     {
-        core::waiter_list done;
-        std::vector<std::string> given_up;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            while (core::semaphore_waiter* w = waiters_.front())
-            {
-                auto& waiter = static_cast<remote_waiter&>(*w);
-                if (remotely)
-                    given_up.emplace_back(waiter.id);
-                fail(waiter, ec, done);
-            }
-        }
-        for (const std::string& id : given_up)
-            send_release(id, nullptr);
-        core::complete_all(done);
+        run([&](client_actions& out) { client_.abort_all(ec, true, out); });
+    }
+
+    // Fails the pending acquires and every later one with asio_sync::error::closed.
+    void close()
+    {
+        closed_.store(true, std::memory_order_relaxed);
+        run([&](client_actions& out) { client_.close(out); });
     }
 
     template <class Handler>
     void acquire(std::size_t n, acquire_mode mode, std::optional<clock::duration> timeout, Handler handler)
     {
+        grant_type grant;
+        grant.engine = this->shared_from_this();
         core::start_acquire<remote_acquire_op>(*this, std::move(handler), connection_.get_executor(), n,
-                                               make_grant(), mode, timeout);
+                                               grant, mode, timeout);
     }
 
-    // The engine concept of start_acquire.hpp. Nothing is decided without Redis but n == 0.
-    bool try_acquire(std::size_t n, bool) const noexcept { return n == 0; }
+    // ---- the engine concept of start_acquire.hpp. Nothing is decided without Redis but n == 0.
 
-    std::size_t capacity() const noexcept { return capacity_; }
+    bool try_acquire(std::size_t n, bool) const noexcept
+    {
+        return n == 0 && !closed_.load(std::memory_order_relaxed);
+    }
+
+    std::size_t capacity() const noexcept { return client_.options().capacity; }
 
     core::waiter_outcome enqueue(core::semaphore_waiter& w, std::size_t n)
     {
         auto& waiter = static_cast<remote_waiter&>(w);
         waiter.missing = n;
         const std::lock_guard<std::mutex> lock(mutex_);
+        if (client_.is_closed())
+            return core::waiter_outcome::closed;
         if (waiter.start_timer && !waiter.start_timer(waiter))
             return core::waiter_outcome::no_memory;
+        waiter.serial = ++serials_;
+        client_actions out;
+        client_.start_acquire(waiter.serial, n, waiter.mode, clock::now(), out);
+        // Decided at once (the server refuses to keep the semaphore): the initiator completes it.
+        if (!out.empty() && out.front().what == client_action::type::fail)
+        {
+            waiter.error = out.front().error;
+            return core::waiter_outcome::aborted;
+        }
         waiters_.push_back(w);
         w.queued.store(true, std::memory_order_relaxed);
-        send_acquire(waiter, next_id(waiter));
+        core::waiter_list done;
+        carry_out(out, done);
+        rearm();
         return core::waiter_outcome::pending;
     }
 
     bool cancel(core::semaphore_waiter* const* ref, core::waiter_outcome why, core::waiter_list& done)
     {
-        std::string id;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            core::semaphore_waiter* w = *ref;
-            if (!w || !w->queued.load(std::memory_order_relaxed))
-                return false;
-            id = static_cast<remote_waiter*>(w)->id;
-            remove(*w, why, done);
-        }
-        send_release(id, nullptr);
+        const std::lock_guard<std::mutex> lock(mutex_);
+        core::semaphore_waiter* w = *ref;
+        if (!w || !w->queued.load(std::memory_order_relaxed))
+            return false;
+        client_actions out;
+        client_.give_up(static_cast<remote_waiter*>(w)->serial, core::to_error_code(why), out);
+        carry_out(out, done);
+        rearm();
         return true;
     }
+
+    // ---- permits
 
     // The operation that completes a permit's release or wait for loss, on the connection's
     // executor unless the handler has its own.
@@ -424,41 +194,38 @@ public:
     }
 
     // Stops renewing the holder `id` and releases it remotely; `op` (if any) completes on the
-    // reply, with lease_lost if the lease had lapsed.
+    // reply (with lease_lost or state_lost if the permit was lost).
     void release(const std::string& id, owned_op op)
     {
         core::waiter_list done;
-        bool was_lost = false;
+        release_call call;
+        release_step step;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
-            const auto it = holders_.find(id);
-            if (it != holders_.end())
+            step = client_.release(id, call);
+            if (const auto it = holders_.find(id); it != holders_.end())
             {
-                was_lost = it->second.lost;
                 finish_all(it->second.lost_waiters, boost::asio::error::operation_aborted, done);
                 holders_.erase(it);
             }
+            if (step.what == release_step::type::send)
+                send_release(std::move(call), std::move(op));
+            rearm();
         }
         core::complete_all(done);
-        if (was_lost)
-        {
-            if (op)
-                complete(std::move(op), redis::error::lease_lost);
-            return;
-        }
-        send_release(id, std::move(op));
+        if (op && step.what == release_step::type::done)
+            complete(std::move(op), step.error);
     }
 
     void wait_lost(const std::string& id, owned_op op)
     {
-        boost::system::error_code ec = boost::asio::error::operation_aborted;
+        boost::system::error_code ec;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
-            const auto it = holders_.find(id);
-            if (it != holders_.end() && !it->second.lost)
-                return it->second.lost_waiters.push_back(*op.release());
-            if (it != holders_.end())
-                ec = redis::error::lease_lost;
+            const std::optional<boost::system::error_code> lost = client_.lost(id);
+            if (!lost)
+                return holders_[id].lost_waiters.push_back(*op.release());
+            ec = *lost;
         }
         complete(std::move(op), ec);
     }
@@ -467,63 +234,119 @@ public:
 
     connection_type& connection() const noexcept { return connection_; }
 
-    // The usage reply's capacity, permits held and waiters queued, or the error of `ec` and `r`.
-    static boost::system::error_code usage_of(boost::system::error_code ec, const reply& r,
-                                              std::size_t (&values)[3])
-    {
-        if (ec)
-            return ec == redis::error::server_error ? error_of(r) : ec;
-        if (r.kind != reply_kind::array || r.elements.size() != 4 || r.elements[0].text != "usage")
-            return redis::error::server_error;
-        for (std::size_t i = 0; i < 3; ++i)
-            values[i] = static_cast<std::size_t>(number(r.elements[i + 1]));
-        return {};
-    }
-
 private:
-    struct holder
+    // The parts of a holder that the client does not keep: the operations waiting for its loss,
+    // and the signal its permit's lost slot is connected to.
+    struct holder_parts
     {
-        std::size_t n = 0;
-        clock::time_point renewed_at{}; // send time of the last call that moved its deadline
-        bool lost = false;
         core::waiter_list lost_waiters; // of coded_waiter
         std::shared_ptr<boost::asio::cancellation_signal> lost_signal;
     };
 
-    // A granted, queued or busy reply of the library, or lost.
-    struct state
-    {
-        std::string_view word;
-        std::uint64_t fence = 0;
-    };
-
-    // What a remote acquire starts with: the engine, to build its permit with.
-    grant_type make_grant()
-    {
-        grant_type grant;
-        grant.engine = this->shared_from_this();
-        return grant;
-    }
-
     static std::string random_prefix()
     {
         std::random_device device;
-        std::uint64_t bits = (std::uint64_t(device()) << 32) ^ device();
+        const std::uint64_t bits = (std::uint64_t(device()) << 32) ^ device();
         char text[17];
         std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
         return text;
     }
 
-    // Gives `w` the next id; under the mutex.
-    std::string_view next_id(remote_waiter& w)
+    // Runs `event` on the client under the mutex, carries out what it returns, and completes
+    // what it decided once the mutex is released.
+    template <class Event>
+    void run(Event&& event)
     {
-        w.serial = ++id_counter_;
-        const int length = std::snprintf(w.id, sizeof w.id, "%s:%llu", id_prefix_.c_str(),
-                                         static_cast<unsigned long long>(w.serial));
-        return std::string_view(w.id, static_cast<std::size_t>(length));
+        core::waiter_list done;
+        std::vector<std::shared_ptr<boost::asio::cancellation_signal>> lost;
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            client_actions out;
+            event(out);
+            carry_out(out, done, &lost);
+            rearm();
+        }
+        core::complete_all(done);
+        for (const auto& signal : lost)
+            signal->emit(boost::asio::cancellation_type::terminal);
     }
 
-    // The queued waiter of id number `serial`, if it is still queued; under the mutex.
+    // Carries out the client's actions in order; under the mutex. Completions go to `done`, the
+    // signals of lost permits to `lost` (a cancellation and a timeout lose no permit).
+    void carry_out(client_actions& actions, core::waiter_list& done,
+                   std::vector<std::shared_ptr<boost::asio::cancellation_signal>>* lost = nullptr)
+    {
+        for (client_action& a : actions)
+        {
+            switch (a.what)
+            {
+            case client_action::type::send_acquire:
+                send_acquire(a);
+                break;
+            case client_action::type::send_renew:
+                send_renew(a);
+                break;
+            case client_action::type::send_release:
+                send_release(release_call{std::move(a.id)}, nullptr);
+                break;
+            case client_action::type::send_watch:
+                send_watch();
+                break;
+            case client_action::type::send_check:
+                send_check();
+                break;
+            case client_action::type::load_library:
+                load_library(a.serial);
+                break;
+            case client_action::type::retry_later:
+                retry_later(a.serial, a.delay);
+                break;
+            case client_action::type::grant:
+                grant(a, done);
+                break;
+            case client_action::type::fail:
+                if (remote_waiter* w = find(a.serial))
+                {
+                    w->error = a.error;
+                    remove(*w, core::waiter_outcome::aborted, done);
+                }
+                break;
+            case client_action::type::lose:
+                if (const auto it = holders_.find(a.id); it != holders_.end())
+                {
+                    finish_all(it->second.lost_waiters, a.error, done);
+                    if (lost)
+                        lost->push_back(it->second.lost_signal);
+                }
+                break;
+            }
+        }
+    }
+
+    // Arms the timer for the client's next wake-up, if it moved; under the mutex.
+    void rearm()
+    {
+        const std::optional<clock::time_point> next = client_.next_wakeup();
+        if (next == armed_)
+            return;
+        armed_ = next;
+        if (!next)
+        {
+            timer_.cancel();
+            return;
+        }
+        timer_.expires_at(*next);
+        timer_.async_wait([weak = this->weak_from_this()](boost::system::error_code ec) {
+            if (ec)
+                return;
+            if (const auto self = weak.lock())
+                self->run([&](client_actions& out) {
+                    self->armed_.reset();
+                    self->client_.on_tick(clock::now(), out);
+                });
+        });
+    }
+
     remote_waiter* find(std::uint64_t serial) noexcept
     {
         for (core::semaphore_waiter* w = waiters_.front(); w; w = w->next)
@@ -532,46 +355,7 @@ private:
         return nullptr;
     }
 
-    static std::uint64_t number(const reply& r)
-    {
-        if (r.kind == reply_kind::integer)
-            return static_cast<std::uint64_t>(r.integer);
-        return std::strtoull(r.text.c_str(), nullptr, 10);
-    }
-
-    static state parse(const reply& r)
-    {
-        if (r.kind != reply_kind::array || r.elements.empty())
-            return {};
-        state s{r.elements[0].text};
-        if (s.word == "granted" && r.elements.size() >= 2)
-            s.fence = number(r.elements[1]);
-        return s;
-    }
-
-    static boost::system::error_code error_of(const reply& r)
-    {
-        const std::string_view text = r.text;
-        if (text.rfind("ASIO_SYNC_CAPACITY", 0) == 0)
-            return redis::error::capacity_mismatch;
-        if (text.rfind("ASIO_SYNC_TOO_MANY", 0) == 0)
-            return asio_sync::error::too_many_permits;
-        if (text.rfind("WRONGTYPE", 0) == 0)
-            return redis::error::wrong_type;
-        if (text.rfind("ASIO_SYNC_ARGUMENT", 0) == 0)
-            return redis::error::invalid_argument;
-        if (text.rfind("NOPERM", 0) == 0)
-            return redis::error::no_permission;
-        if (text.rfind("READONLY", 0) == 0)
-            return redis::error::read_only;
-        if (text.rfind("OOM", 0) == 0)
-            return redis::error::out_of_memory;
-        if (text.rfind("MOVED ", 0) == 0 || text.rfind("ASK ", 0) == 0)
-            return redis::error::cluster_redirect;
-        return redis::error::server_error;
-    }
-
-    // Takes `w` out of the queue with outcome `why` into `done`; under the mutex.
+    // Takes `w` out of the local queue with outcome `why` into `done`; under the mutex.
     void remove(core::semaphore_waiter& w, core::waiter_outcome why, core::waiter_list& done) noexcept
     {
         waiters_.erase(w);
@@ -582,23 +366,18 @@ private:
         done.push_back(w);
     }
 
-    // Decides `w` with an error code that waiter_outcome does not name; under the mutex.
-    void fail(remote_waiter& w, boost::system::error_code ec, core::waiter_list& done) noexcept
+    void grant(const client_action& a, core::waiter_list& done)
     {
-        w.error = ec;
-        remove(w, core::waiter_outcome::aborted, done);
-    }
-
-    // Grants `w` and makes it a holder; under the mutex.
-    void grant(remote_waiter& w, std::uint64_t fence, core::waiter_list& done)
-    {
-        holder& h = holders_[w.id];
-        h.n = w.missing;
-        h.renewed_at = w.sent_at;
+        remote_waiter* w = find(a.serial);
+        if (!w)
+            return;
+        holder_parts& h = holders_[a.id];
         h.lost_signal = std::make_shared<boost::asio::cancellation_signal>();
-        w.fence = fence;
-        w.lost_signal = h.lost_signal;
-        remove(w, core::waiter_outcome::granted, done);
+        std::memcpy(w->id, a.id.c_str(), std::min(a.id.size() + 1, sizeof w->id));
+        w->fence = a.fence;
+        w->lost_signal = h.lost_signal;
+        w->lease = a.lease;
+        remove(*w, core::waiter_outcome::granted, done);
     }
 
     // Moves every completion of `waiters` to `done`, to complete with `ec`; under the mutex.
@@ -617,362 +396,115 @@ private:
         core::complete_all(done);
     }
 
-    // Sends acquire(`id`) for `w`; under the mutex, so a give-up's release is sent after it.
-    void send_acquire(remote_waiter& w, std::string_view id)
-    {
-        w.sent_at = clock::now();
-        connection_.async_execute(
-            script_.acquire(id, w.missing, capacity_, lease_, w.mode),
-            [self = this->shared_from_this(), serial = w.serial](boost::system::error_code ec, reply r) {
-                self->on_acquire_reply(serial, ec, r);
-            });
-    }
+    // ---- the calls, each completing into an event of the client
 
-    void on_acquire_reply(std::uint64_t serial, boost::system::error_code ec, const reply& r)
+    void send_acquire(const client_action& a)
     {
-        core::waiter_list done;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            remote_waiter* w = find(serial);
-            // Given up: the release sent after this acquire hands back whatever it got.
-            if (!w)
-                return;
-            if (ec == redis::error::connection_lost)
-                // Its outcome is unknown: the same id again is answered with its state.
-                return send_acquire(*w, w->id);
-            if (ec == redis::error::server_error && transient(r))
-                return retry_acquire(serial);
-            if (ec == redis::error::server_error && library_missing(r) && !w->reloaded)
-            {
-                w->reloaded = true;
-                return reload_library([self = this->shared_from_this(),
-                                       serial](boost::system::error_code load_ec, const reply& load_reply) {
-                    self->on_library_reloaded(serial, load_ec, load_reply);
+        connection_.async_execute(
+            script_.acquire(a.id, a.n, client_.options().capacity, client_.options().lease, a.mode),
+            [self = this->shared_from_this(), serial = a.serial, id = a.id,
+             sent_at = a.sent_at](boost::system::error_code ec, const reply& r) {
+                const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+                self->run([&](client_actions& out) {
+                    self->client_.on_acquire_reply(serial, id, sent_at, decoded, clock::now(), out);
                 });
-            }
-            if (ec)
-                fail(*w, ec == redis::error::server_error ? error_of(r) : ec, done);
-            else if (const state s = parse(r); s.word == "granted")
-                grant(*w, s.fence, done);
-            else if (s.word == "busy")
-                fail(*w, boost::asio::error::would_block, done);
-            else if (s.word == "queued")
+            });
+    }
+
+    void send_renew(const client_action& a)
+    {
+        connection_.async_execute(script_.renew(a.id, client_.options().lease, a.fence),
+                                  [self = this->shared_from_this(), serial = a.serial, id = a.id,
+                                   sent_at = a.sent_at](boost::system::error_code ec, const reply& r) {
+                                      const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+                                      self->run([&](client_actions& out) {
+                                          if (serial != 0)
+                                              self->client_.on_waiter_renewed(serial, id, sent_at, decoded,
+                                                                              clock::now(), out);
+                                          else
+                                              self->client_.on_holder_renewed(id, sent_at, decoded, out);
+                                      });
+                                  });
+    }
+
+    // Sends a release; `op` (if any) completes on its outcome. Sent again after connection_lost,
+    // and after loading the library if it was missing.
+    void send_release(release_call call, owned_op op)
+    {
+        auto command = script_.release(call.id, call.fence);
+        connection_.async_execute(command, [self = this->shared_from_this(), call = std::move(call),
+                                            op = std::move(op)](boost::system::error_code ec,
+                                                                const reply& r) mutable {
+            const release_step step = semaphore_client::on_release_reply(call, decode_semaphore_reply(ec, r));
+            if (step.what == release_step::type::done)
             {
-                w->remotely_queued = true;
-                watch_earliest_holder();
-            }
-            else
-                fail(*w, redis::error::server_error, done);
-        }
-        core::complete_all(done);
-    }
-
-    // An error reply that a later call will not get: the server is loading its data set after a
-    // restart (LOADING), or is busy running a script (BUSY).
-    static bool transient(const reply& r)
-    {
-        const std::string_view text = r.text;
-        return text.rfind("LOADING", 0) == 0 || text.rfind("BUSY", 0) == 0;
-    }
-
-    // The server no longer has the library (a FUNCTION FLUSH, or a restart that did not keep it).
-    static bool library_missing(const reply& r) { return r.text.rfind("ERR Function not found", 0) == 0; }
-
-    // Loads the library again; `on_loaded(ec, reply)` runs on the reply.
-    template <class Handler>
-    void reload_library(Handler on_loaded)
-    {
-        connection_.async_execute(semaphore_script::load_command(), std::move(on_loaded));
-    }
-
-    // Sends the acquire of id number `serial` again once the library is back, if it is still
-    // wanted; fails it with the reason if the library could not be loaded.
-    void on_library_reloaded(std::uint64_t serial, boost::system::error_code ec, const reply& r)
-    {
-        core::waiter_list done;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            remote_waiter* w = find(serial);
-            if (!w)
+                if (op)
+                    complete(std::move(op), step.error);
                 return;
-            if (!ec || ec == redis::error::connection_lost)
-                send_acquire(*w, w->id);
-            else
-                fail(*w, ec == redis::error::server_error ? error_of(r) : ec, done);
-        }
-        core::complete_all(done);
-    }
-
-    // Sends the acquire of id number `serial` again after a short pause, if it is still wanted.
-    void retry_acquire(std::uint64_t serial)
-    {
-        auto timer = std::make_shared<boost::asio::steady_timer>(connection_.get_executor(), retry_delay);
-        timer->async_wait([self = this->shared_from_this(), timer, serial](boost::system::error_code) {
-            const std::lock_guard<std::mutex> lock(self->mutex_);
-            if (remote_waiter* w = self->find(serial))
-                self->send_acquire(*w, w->id);
+            }
+            if (step.what == release_step::type::reload_send)
+                self->load_library(0);
+            self->send_release(std::move(call), std::move(op));
         });
     }
 
-    // Sends release(`id`); `op` (if any) completes on the reply. If the library is missing, it is
-    // loaded again and the release sent once more.
-    void send_release(const std::string& id, owned_op op, bool reloaded = false)
+    void send_watch()
     {
         connection_.async_execute(
-            script_.release(id), [self = this->shared_from_this(), id, op = std::move(op),
-                                  reloaded](boost::system::error_code ec, reply r) mutable {
-                if (ec == redis::error::connection_lost)
-                    return self->send_release(id, std::move(op), reloaded); // idempotent
-                if (ec == redis::error::server_error && library_missing(r) && !reloaded)
-                {
-                    self->reload_library([](boost::system::error_code, const reply&) {});
-                    return self->send_release(id, std::move(op), true);
-                }
-                if (!op)
+            script_.watch(), [self = this->shared_from_this()](boost::system::error_code ec, const reply& r) {
+                const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+                self->run([&](client_actions&) { self->client_.on_watch_reply(decoded, clock::now()); });
+            });
+    }
+
+    void send_check()
+    {
+        connection_.async_execute({"CONFIG", "GET", "maxmemory*"}, [self = this->shared_from_this()](
+                                                                       boost::system::error_code ec,
+                                                                       const reply& r) {
+            const server_check result = ec == redis::error::connection_lost ? server_check::unanswered
+                                        : may_evict(r)                      ? server_check::evicts
+                                                                            : server_check::passed;
+            self->run([&](client_actions& out) { self->client_.on_check_reply(result, clock::now(), out); });
+        });
+    }
+
+    // FUNCTION LOAD; the acquire `serial`, if any, hears how it went.
+    void load_library(std::uint64_t serial)
+    {
+        connection_.async_execute(
+            semaphore_script::load_command(),
+            [self = this->shared_from_this(), serial](boost::system::error_code ec, const reply& r) {
+                if (serial == 0)
                     return;
-                if (!ec && parse(r).word == "lost")
-                    ec = redis::error::lease_lost;
-                else if (ec == redis::error::server_error)
-                    ec = error_of(r);
-                complete(std::move(op), ec);
+                const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+                self->run([&](client_actions& out) {
+                    self->client_.on_library_loaded(serial, decoded, clock::now(), out);
+                });
             });
     }
 
-    void on_message(const std::string& message)
+    void retry_later(std::uint64_t serial, std::chrono::milliseconds delay)
     {
-        // "<id> <fence> <n>": fence and n are the last two words.
-        const std::size_t n_at = message.rfind(' ');
-        if (n_at == std::string::npos || n_at == 0)
-            return;
-        const std::size_t fence_at = message.rfind(' ', n_at - 1);
-        if (fence_at == std::string::npos)
-            return;
-        const std::string_view id(message.data(), fence_at);
-        const std::uint64_t fence = std::strtoull(message.c_str() + fence_at + 1, nullptr, 10);
-        core::waiter_list done;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            for (core::semaphore_waiter* w = waiters_.front(); w; w = w->next)
-                if (auto* waiter = static_cast<remote_waiter*>(w); id == waiter->id)
-                {
-                    grant(*waiter, fence, done);
-                    break;
-                }
-        }
-        core::complete_all(done);
-    }
-
-    // Renews every queued waiter: keeps its place, and learns of a grant whose message was lost.
-    void renew_queued_waiters()
-    {
-        std::vector<std::pair<std::uint64_t, std::string>> queued;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            for (core::semaphore_waiter* w = waiters_.front(); w; w = w->next)
-                if (auto* waiter = static_cast<remote_waiter*>(w); waiter->remotely_queued)
-                    queued.emplace_back(waiter->serial, waiter->id);
-        }
-        const clock::time_point now = clock::now();
-        for (auto& [serial, id] : queued)
-            connection_.async_execute(script_.renew(id, lease_),
-                                      [self = this->shared_from_this(), serial = serial,
-                                       now](boost::system::error_code ec, reply r) {
-                                          self->on_waiter_renewed(serial, now, ec, r);
-                                      });
-    }
-
-    void on_waiter_renewed(std::uint64_t serial, clock::time_point sent_at, boost::system::error_code ec,
-                           const reply& r)
-    {
-        if (ec)
-            return reload_if_missing(ec, r); // the next heartbeat tries again
-        core::waiter_list done;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            remote_waiter* w = find(serial);
-            if (!w)
-                return;
-            const state s = parse(r);
-            if (s.word == "queued")
-            {
-                w->sent_at = sent_at;
-                watch_earliest_holder();
-            }
-            else if (s.word == "granted")
-            {
-                w->sent_at = sent_at;
-                grant(*w, s.fence, done);
-            }
-            else if (s.word == "lost")
-            {
-                // Its waiter lease lapsed while the link was down: queue again under a new id (the
-                // old one is unknown to Redis, so it cannot be granted).
-                w->remotely_queued = false;
-                send_acquire(*w, next_id(*w));
-            }
-        }
-        core::complete_all(done);
-    }
-
-    // A queued waiter waits for a release (published) or for a holder's lease to lapse, which
-    // nobody announces: the engine reads the earliest holder deadline and the server's clock, and
-    // renews its queued waiters when that deadline has passed, so that the call that reaps the
-    // lapsed holder serves them. A dead holder's permits thus come back one lease after its last
-    // renewal (plus a round trip), not at the waiters' next heartbeat. A holder that renewed
-    // meanwhile is found alive, and its new deadline read again. Under the mutex.
-    void watch_earliest_holder()
-    {
-        if (watching_ || stopped_)
-            return;
-        watching_ = true;
-        auto clocks = std::make_shared<holder_clocks>();
-        const auto on_reply = [self = this->shared_from_this(), clocks](bool is_time) {
-            return [self, clocks, is_time](boost::system::error_code ec, reply r) {
-                (is_time ? clocks->time : clocks->earliest) = std::move(r);
-                if (ec)
-                    clocks->failed = true;
-                if (clocks->replies.fetch_add(1, std::memory_order_acq_rel) == 1)
-                    self->on_holder_clocks(*clocks);
-            };
-        };
-        connection_.async_execute({"TIME"}, on_reply(true));
-        connection_.async_execute({"ZRANGE", script_.key(semaphore_key::holders), "0", "0", "WITHSCORES"},
-                                  on_reply(false));
-    }
-
-    // The replies of TIME and of the earliest holder deadline; the second to arrive acts.
-    struct holder_clocks
-    {
-        reply time;
-        reply earliest;
-        std::atomic<bool> failed{false};
-        std::atomic<int> replies{0};
-    };
-
-    void on_holder_clocks(const holder_clocks& clocks)
-    {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        watching_ = false;
-        // An error, or no holder: the heartbeat and the published releases are the waiters' wake-ups.
-        if (clocks.failed || clocks.time.elements.size() != 2 || clocks.earliest.elements.size() != 2 ||
-            stopped_ || waiters_.empty())
-            return;
-        const std::uint64_t now_ms =
-            number(clocks.time.elements[0]) * 1000 + number(clocks.time.elements[1]) / 1000;
-        const std::uint64_t deadline_ms = number(clocks.earliest.elements[1]);
-        // The library reaps a holder whose deadline is at most its clock: wake 1 ms after it.
-        const std::uint64_t wait_ms = deadline_ms >= now_ms ? deadline_ms - now_ms + 1 : 1;
-        holder_expiry_.expires_after(std::chrono::milliseconds(wait_ms));
-        holder_expiry_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
-            if (!ec)
-                self->renew_queued_waiters();
+        auto timer = std::make_shared<boost::asio::steady_timer>(connection_.get_executor(), delay);
+        timer->async_wait([self = this->shared_from_this(), timer, serial](boost::system::error_code) {
+            self->run([&](client_actions& out) { self->client_.on_retry(serial, clock::now(), out); });
         });
     }
-
-    // After a renewal found the library missing: loads it for the next heartbeat's renewals.
-    void reload_if_missing(boost::system::error_code ec, const reply& r)
-    {
-        if (ec == redis::error::server_error && library_missing(r))
-            reload_library([](boost::system::error_code, const reply&) {});
-    }
-
-    void schedule_heartbeat()
-    {
-        heartbeat_.expires_after(std::chrono::duration_cast<clock::duration>(lease_) / 3);
-        heartbeat_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
-            if (!ec)
-                self->on_heartbeat();
-        });
-    }
-
-    void on_heartbeat()
-    {
-        std::vector<std::string> renewing;
-        std::vector<std::shared_ptr<boost::asio::cancellation_signal>> lost;
-        core::waiter_list done;
-        const clock::time_point now = clock::now();
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            for (auto& [id, h] : holders_)
-            {
-                if (h.lost)
-                    continue;
-                if (now - h.renewed_at >= lease_)
-                    lose(h, lost, done);
-                else
-                    renewing.push_back(id);
-            }
-            if (!stopped_ || !holders_.empty() || !waiters_.empty())
-                schedule_heartbeat();
-        }
-        notify_lost(lost, done);
-        for (const std::string& id : renewing)
-            connection_.async_execute(script_.renew(id, lease_), [self = this->shared_from_this(), id, now](
-                                                                     boost::system::error_code ec, reply r) {
-                self->on_holder_renewed(id, now, ec, r);
-            });
-        renew_queued_waiters();
-    }
-
-    void on_holder_renewed(const std::string& id, clock::time_point sent_at, boost::system::error_code ec,
-                           const reply& r)
-    {
-        if (ec)
-            return reload_if_missing(ec, r); // the lease check of the next heartbeats decides
-        std::vector<std::shared_ptr<boost::asio::cancellation_signal>> lost;
-        core::waiter_list done;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            const auto it = holders_.find(id);
-            if (it == holders_.end() || it->second.lost)
-                return;
-            holder& h = it->second;
-            if (parse(r).word == "granted")
-            {
-                if (sent_at > h.renewed_at)
-                    h.renewed_at = sent_at;
-                return;
-            }
-            lose(h, lost, done);
-        }
-        notify_lost(lost, done);
-    }
-
-    // Marks `h` lost: its waits for loss go to `done`, its signal to `lost`; under the mutex.
-    static void lose(holder& h, std::vector<std::shared_ptr<boost::asio::cancellation_signal>>& lost,
-                     core::waiter_list& done)
-    {
-        h.lost = true;
-        finish_all(h.lost_waiters, redis::error::lease_lost, done);
-        lost.push_back(h.lost_signal);
-    }
-
-    static void notify_lost(const std::vector<std::shared_ptr<boost::asio::cancellation_signal>>& lost,
-                            core::waiter_list& done)
-    {
-        core::complete_all(done);
-        for (const auto& signal : lost)
-            signal->emit(boost::asio::cancellation_type::terminal);
-    }
-
-    static constexpr std::chrono::milliseconds retry_delay{20};
 
     connection_type& connection_;
     const semaphore_script script_;
-    const std::size_t capacity_;
-    const std::chrono::milliseconds lease_;
     typename connection_type::subscription_id subscription_{};
-    std::uint64_t close_listener_ = 0;
+    std::uint64_t listener_ = 0;
+    std::atomic<bool> closed_{false}; // close() was called: what an acquire of 0 reads without the mutex
 
     std::mutex mutex_;
-    boost::asio::steady_timer heartbeat_;
-    boost::asio::steady_timer holder_expiry_; // the earliest holder deadline, while waiters are queued
-    bool watching_ = false;                   // its TIME and ZRANGE are in flight
-    const std::string id_prefix_;
-    std::uint64_t id_counter_ = 0;
-    bool stopped_ = false;
+    semaphore_client client_;
     core::waiter_list waiters_; // of remote_waiter, in the order they were started
-    std::map<std::string, holder> holders_;
+    std::map<std::string, holder_parts, std::less<>> holders_;
+    std::uint64_t serials_ = 0;
+    boost::asio::steady_timer timer_;
+    std::optional<clock::time_point> armed_; // when timer_ is set to expire
 };
 
 } // namespace asio_sync::redis::detail

@@ -1,0 +1,275 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_REDIS_DETAIL_REQUEST_PIPELINE_HPP
+#define ASIO_SYNC_REDIS_DETAIL_REQUEST_PIPELINE_HPP
+
+// The command link's requests, without I/O: the callers' commands waiting to be written, and the
+// replies the server owes, in the order of the commands written (set-up commands, callers'
+// commands, health checks). Each session of the link starts with its set-up; the callers'
+// commands are written once it has succeeded. The driver (connection_impl.hpp) moves the bytes it
+// returns to the socket and feeds it the replies it reads.
+
+#include <asio_sync/error.hpp>
+#include <asio_sync/redis/detail/command_op.hpp>
+#include <asio_sync/redis/error.hpp>
+#include <asio_sync/redis/reply.hpp>
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/core/no_exceptions_support.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace asio_sync::redis::detail {
+
+// A command that runs at the start of every session, before the callers' commands.
+struct setup_command
+{
+    std::string bytes;
+    bool best_effort = false; // its error reply is ignored
+    bool credentials = false; // AUTH: an error reply means auth_failed
+};
+
+// What a reply answered.
+enum class reply_answer
+{
+    command,   // a caller's command (completed), or one given up (its reply dropped)
+    setup,     // a set-up command; the set-up goes on
+    set_up,    // the last set-up command: the session is set up (see setup_error)
+    health,    // a health check
+    unexpected // nothing was awaited: the stream can no longer be trusted
+};
+
+// What a reply means for the command it answers: an error reply is a server error, or an
+// authentication failure when it says that credentials are missing or wrong.
+inline boost::system::error_code reply_error(const reply& r) noexcept
+{
+    if (r.kind != reply_kind::error)
+        return {};
+    const std::string_view text = r.text;
+    if (text.substr(0, 7) == "NOAUTH " || text.substr(0, 10) == "WRONGPASS ")
+        return error::auth_failed;
+    return error::server_error;
+}
+
+// Completes `op`; a handler that cannot be submitted (its executor or allocator threw) is gone,
+// with nobody left to tell.
+inline void complete_command(command_op_base* op, boost::system::error_code ec, reply r) noexcept
+{
+    BOOST_TRY
+    {
+        op->complete(ec, std::move(r));
+    }
+    BOOST_CATCH(...)
+    {
+    }
+    BOOST_CATCH_END
+}
+
+class request_pipeline
+{
+public:
+    request_pipeline() = default;
+    request_pipeline(const request_pipeline&) = delete;
+    request_pipeline& operator=(const request_pipeline&) = delete;
+
+    // Destroys, without invoking them, the handlers still held: only after the execution context
+    // shut down without the connection closing.
+    ~request_pipeline()
+    {
+        for (command_op_base* op : queued_)
+            op->destroy();
+        for (const pending& p : pending_)
+            if (p.op)
+                p.op->destroy();
+    }
+
+    // ---- callers' commands
+
+    // Takes a caller's command; after close(), completes it with asio_sync::error::closed.
+    void add(command_op_ptr op)
+    {
+        if (closed_)
+            return complete_command(op.release(), asio_sync::error::closed, {});
+        queued_.push_back(op.get());
+        op.release();
+    }
+
+    // Gives up the command `id` if it waits to be written (every cancellation type), or awaits its
+    // reply (terminal and partial: it may have run, so its reply is dropped when it comes).
+    void cancel(std::uint64_t id, boost::asio::cancellation_type_t type)
+    {
+        using boost::asio::cancellation_type;
+        const auto queued = std::find_if(queued_.begin(), queued_.end(),
+                                         [id](const command_op_base* op) { return op->id() == id; });
+        if (queued != queued_.end())
+        {
+            if (!(type &
+                  (cancellation_type::terminal | cancellation_type::partial | cancellation_type::total)))
+                return;
+            command_op_base* op = *queued;
+            queued_.erase(queued);
+            return complete_command(op, boost::asio::error::operation_aborted, {});
+        }
+        if (!(type & (cancellation_type::terminal | cancellation_type::partial)))
+            return;
+        for (pending& p : pending_)
+            if (p.op && p.op->id() == id)
+                return complete_command(std::exchange(p.op, nullptr), boost::asio::error::operation_aborted,
+                                        {});
+    }
+
+    // ---- a session
+
+    // The link connected: its set-up commands, to write first. Nothing is written after them
+    // until they are all answered.
+    std::string start_session(const std::vector<setup_command>& setup)
+    {
+        std::string bytes;
+        setup_left_ = 0;
+        setup_error_ = {};
+        setup_reply_ = {};
+        for (const setup_command& command : setup)
+            bytes += add_setup(command);
+        return bytes;
+    }
+
+    // A set-up command added while the session is up: written at once, before the callers'
+    // commands written after it.
+    std::string add_setup(const setup_command& command)
+    {
+        pending_.push_back({command.credentials   ? awaited::credentials
+                            : command.best_effort ? awaited::best_effort_setup
+                                                  : awaited::setup,
+                            nullptr});
+        ++setup_left_;
+        return command.bytes;
+    }
+
+    bool setting_up() const noexcept { return setup_left_ > 0; }
+
+    // The first set-up command that failed, and its reply; no error once they all succeeded.
+    boost::system::error_code setup_error() const noexcept { return setup_error_; }
+    const reply& setup_reply() const noexcept { return setup_reply_; }
+
+    // The session is set up: the commands queued, to write, now awaiting their replies.
+    std::string take_commands()
+    {
+        std::string bytes;
+        for (command_op_base* op : queued_)
+        {
+            pending_.push_back({awaited::command, op});
+            bytes += op->command().bytes();
+            op->command().release();
+        }
+        queued_.clear();
+        return bytes;
+    }
+
+    // A health check to write: a PING whose reply proves the link alive.
+    std::string health_check()
+    {
+        pending_.push_back({awaited::health, nullptr});
+        return std::string(ping_bytes);
+    }
+
+    // The next reply of the session.
+    reply_answer on_reply(reply&& r)
+    {
+        if (pending_.empty())
+            return reply_answer::unexpected;
+        const pending p = pending_.front();
+        pending_.pop_front();
+        switch (p.what)
+        {
+        case awaited::command:
+            if (p.op)
+            {
+                const boost::system::error_code ec = reply_error(r);
+                complete_command(p.op, ec, std::move(r));
+            }
+            return reply_answer::command;
+        case awaited::health:
+            return reply_answer::health;
+        default:
+            break;
+        }
+        if (r.kind == reply_kind::error && !setup_error_ && p.what != awaited::best_effort_setup)
+        {
+            setup_error_ = p.what == awaited::credentials ? error::auth_failed : reply_error(r);
+            setup_reply_ = std::move(r);
+        }
+        return --setup_left_ == 0 ? reply_answer::set_up : reply_answer::setup;
+    }
+
+    // The session ended: the commands written complete with `ec` (connection_lost: they may have
+    // run), the set-up with it.
+    void end_session(boost::system::error_code ec)
+    {
+        std::deque<pending> ended = std::move(pending_);
+        pending_.clear();
+        setup_left_ = 0;
+        for (const pending& p : ended)
+            if (p.op)
+                complete_command(p.op, ec, {});
+    }
+
+    // The commands waiting to be written fail with `ec` and `r` (a failed set-up's reply).
+    void fail_queued(boost::system::error_code ec, const reply& r)
+    {
+        std::deque<command_op_base*> failed = std::move(queued_);
+        queued_.clear();
+        for (command_op_base* op : failed)
+            complete_command(op, ec, r);
+    }
+
+    // For good: every command held completes with operation_aborted; later ones with closed.
+    void close()
+    {
+        closed_ = true;
+        end_session(boost::asio::error::operation_aborted);
+        fail_queued(boost::asio::error::operation_aborted, {});
+    }
+
+    bool has_queued() const noexcept { return !queued_.empty(); }
+
+    static constexpr std::string_view ping_bytes = "*1\r\n$4\r\nPING\r\n";
+
+private:
+    enum class awaited
+    {
+        command, // a caller's command; `op` is null once it was given up (its reply is dropped)
+        credentials,
+        setup,
+        best_effort_setup,
+        health,
+    };
+
+    struct pending
+    {
+        awaited what;
+        command_op_base* op;
+    };
+
+    std::deque<command_op_base*> queued_; // not yet written, oldest first
+    std::deque<pending> pending_;         // written, in order
+    std::size_t setup_left_ = 0;
+    boost::system::error_code setup_error_;
+    reply setup_reply_;
+    bool closed_ = false;
+};
+
+} // namespace asio_sync::redis::detail
+
+#endif // ASIO_SYNC_REDIS_DETAIL_REQUEST_PIPELINE_HPP

@@ -1,0 +1,229 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_REPLY_HPP
+#define ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_REPLY_HPP
+
+// The answer to a call of the semaphore's function library (or to the commands the client sends
+// around it), decoded once, in one place, into a typed value: the client compares enums, never
+// words.
+
+#include <asio_sync/error.hpp>
+#include <asio_sync/redis/detail/semaphore_library.hpp>
+#include <asio_sync/redis/error.hpp>
+#include <asio_sync/redis/reply.hpp>
+
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace asio_sync::redis::detail {
+
+struct semaphore_reply
+{
+    enum class outcome
+    {
+        // the library's answers (see semaphore_library.lua)
+        granted,         // fence, n, left
+        queued,          // position, left
+        busy,            // a try that found no room
+        released,        // n
+        cancelled,       // a waiter removed
+        lost,            // the id is unknown: its lease lapsed
+        state_lost,      // the id is unknown: its state was lost
+        usage,           // capacity, held, queued
+        wake,            // left: the time until a writing call may serve the queue
+        idle,            // nothing to wait for
+        loaded,          // FUNCTION LOAD succeeded
+                         // failures
+        connection_lost, // sent, and the link dropped before the reply: it may have run
+        retry,           // LOADING or BUSY: the same call later will get through
+        library_missing, // the library is not loaded (a FUNCTION FLUSH, a restart without it)
+        failed,          // error
+    };
+
+    outcome what = outcome::failed;
+    std::uint64_t fence = 0;
+    std::size_t n = 0;
+    std::size_t position = 0;
+    std::chrono::milliseconds left{0};
+    std::size_t capacity = 0;
+    std::size_t held = 0;
+    std::size_t queued = 0;
+    boost::system::error_code error; // for failed
+};
+
+namespace reply_decoding {
+
+inline bool starts_with(std::string_view text, std::string_view prefix) noexcept
+{
+    return text.substr(0, prefix.size()) == prefix;
+}
+
+inline std::string_view prefix_of(semaphore_library::error_prefix p) noexcept
+{
+    return semaphore_library::error_prefixes[static_cast<std::size_t>(p)];
+}
+
+// The error code of an error reply.
+inline semaphore_reply from_error(const reply& r)
+{
+    using semaphore_library::error_prefix;
+    const std::string_view text = r.text;
+    semaphore_reply decoded;
+    if (starts_with(text, "LOADING") || starts_with(text, "BUSY"))
+        decoded.what = semaphore_reply::outcome::retry;
+    else if (starts_with(text, "ERR Function not found"))
+        decoded.what = semaphore_reply::outcome::library_missing;
+    else if (starts_with(text, prefix_of(error_prefix::capacity)))
+        decoded.error = redis::error::capacity_mismatch;
+    else if (starts_with(text, prefix_of(error_prefix::too_many)))
+        decoded.error = asio_sync::error::too_many_permits;
+    else if (starts_with(text, prefix_of(error_prefix::argument)))
+        decoded.error = redis::error::invalid_argument;
+    else if (starts_with(text, "WRONGTYPE"))
+        decoded.error = redis::error::wrong_type;
+    else if (starts_with(text, "NOPERM"))
+        decoded.error = redis::error::no_permission;
+    else if (starts_with(text, "READONLY"))
+        decoded.error = redis::error::read_only;
+    else if (starts_with(text, "OOM"))
+        decoded.error = redis::error::out_of_memory;
+    else if (starts_with(text, "MOVED ") || starts_with(text, "ASK "))
+        decoded.error = redis::error::cluster_redirect;
+    else if (starts_with(text, "NOAUTH ") || starts_with(text, "WRONGPASS "))
+        decoded.error = redis::error::auth_failed;
+    else
+        decoded.error = redis::error::server_error;
+    return decoded;
+}
+
+// A non-negative integer element, or false.
+inline bool number(const reply& r, std::uint64_t& value) noexcept
+{
+    if (r.kind != reply_kind::integer || r.integer < 0)
+        return false;
+    value = static_cast<std::uint64_t>(r.integer);
+    return true;
+}
+
+inline semaphore_reply malformed()
+{
+    semaphore_reply decoded;
+    decoded.error = redis::error::server_error;
+    return decoded;
+}
+
+} // namespace reply_decoding
+
+// Decodes the completion of a call of the library: `ec` and `r` as the connection reports them.
+inline semaphore_reply decode_semaphore_reply(boost::system::error_code ec, const reply& r)
+{
+    using outcome = semaphore_reply::outcome;
+    using semaphore_library::reply_word;
+    semaphore_reply decoded;
+    if (ec == redis::error::connection_lost)
+    {
+        decoded.what = outcome::connection_lost;
+        return decoded;
+    }
+    if (r.kind == reply_kind::error)
+        return reply_decoding::from_error(r);
+    if (ec)
+    {
+        decoded.error = ec;
+        return decoded;
+    }
+    if (r.kind == reply_kind::string && r.text == semaphore_library::name)
+    {
+        decoded.what = outcome::loaded;
+        return decoded;
+    }
+    if (r.kind != reply_kind::array || r.elements.empty())
+        return reply_decoding::malformed();
+    const std::string_view word = r.elements[0].text;
+    std::uint64_t values[3] = {};
+    const std::size_t count = r.elements.size() - 1;
+    if (count > 3)
+        return reply_decoding::malformed();
+    for (std::size_t i = 0; i < count; ++i)
+        if (!reply_decoding::number(r.elements[i + 1], values[i]))
+            return reply_decoding::malformed();
+    const auto is = [&](reply_word w, std::size_t arguments) {
+        return word == semaphore_library::reply_words[static_cast<std::size_t>(w)] && count == arguments;
+    };
+    if (is(reply_word::granted, 3))
+    {
+        decoded.what = outcome::granted;
+        decoded.fence = values[0];
+        decoded.n = static_cast<std::size_t>(values[1]);
+        decoded.left = std::chrono::milliseconds(values[2]);
+    }
+    else if (is(reply_word::queued, 2))
+    {
+        decoded.what = outcome::queued;
+        decoded.position = static_cast<std::size_t>(values[0]);
+        decoded.left = std::chrono::milliseconds(values[1]);
+    }
+    else if (is(reply_word::busy, 0))
+        decoded.what = outcome::busy;
+    else if (is(reply_word::released, 1))
+    {
+        decoded.what = outcome::released;
+        decoded.n = static_cast<std::size_t>(values[0]);
+    }
+    else if (is(reply_word::cancelled, 0))
+        decoded.what = outcome::cancelled;
+    else if (is(reply_word::lost, 0))
+        decoded.what = outcome::lost;
+    else if (is(reply_word::state_lost, 0))
+        decoded.what = outcome::state_lost;
+    else if (is(reply_word::usage, 3))
+    {
+        decoded.what = outcome::usage;
+        decoded.capacity = static_cast<std::size_t>(values[0]);
+        decoded.held = static_cast<std::size_t>(values[1]);
+        decoded.queued = static_cast<std::size_t>(values[2]);
+    }
+    else if (is(reply_word::wake, 1))
+    {
+        decoded.what = outcome::wake;
+        decoded.left = std::chrono::milliseconds(values[0]);
+    }
+    else if (is(reply_word::idle, 0))
+        decoded.what = outcome::idle;
+    else
+        return reply_decoding::malformed();
+    return decoded;
+}
+
+// Whether the server may evict keys with expiries, from the reply to CONFIG GET maxmemory*: it
+// does unless maxmemory is 0 or maxmemory-policy is noeviction. A server that does not let the
+// client read its configuration (an error reply, such as NOPERM or a renamed CONFIG) cannot be
+// checked: that answers false.
+inline bool may_evict(const reply& r)
+{
+    if (r.kind != reply_kind::array)
+        return false;
+    bool limited = false;
+    bool evicting = false;
+    for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2)
+    {
+        const std::string_view name = r.elements[i].text;
+        const std::string_view value = r.elements[i + 1].text;
+        if (name == "maxmemory")
+            limited = value != "0";
+        else if (name == "maxmemory-policy")
+            evicting = value != "noeviction";
+    }
+    return limited && evicting;
+}
+
+} // namespace asio_sync::redis::detail
+
+#endif // ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_REPLY_HPP

@@ -1,0 +1,147 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_REDIS_IMPL_SEMAPHORE_HPP
+#define ASIO_SYNC_REDIS_IMPL_SEMAPHORE_HPP
+
+#include <asio_sync/redis/detail/semaphore_reply.hpp>
+
+#include <boost/asio/compose.hpp>
+#include <boost/throw_exception.hpp>
+
+#include <stdexcept>
+#include <type_traits>
+
+namespace asio_sync::redis {
+
+namespace detail {
+
+// The lease and safety margin of the options, checked.
+inline std::chrono::milliseconds checked_lease(std::chrono::milliseconds lease, std::chrono::milliseconds min,
+                                               std::chrono::milliseconds max)
+{
+    if (lease < min || lease > max)
+        boost::throw_exception(
+            std::invalid_argument("asio_sync::redis::basic_semaphore: lease_duration out of range"));
+    return lease;
+}
+
+inline std::chrono::milliseconds checked_margin(const semaphore_options& options)
+{
+    const std::chrono::milliseconds margin =
+        options.safety_margin.value_or(semaphore_options::default_safety_margin(options.lease_duration));
+    if (margin.count() < 0 || margin > options.lease_duration / 2)
+        boost::throw_exception(
+            std::invalid_argument("asio_sync::redis::basic_semaphore: safety_margin out of range"));
+    return margin;
+}
+
+} // namespace detail
+
+template <class Executor>
+class basic_semaphore<Executor>::initiate_async_acquire_permit
+{
+public:
+    using executor_type = Executor;
+
+    explicit initiate_async_acquire_permit(basic_semaphore* self) noexcept : self_(self) {}
+
+    const executor_type& get_executor() const noexcept { return self_->get_executor(); }
+
+    template <class Handler>
+    void operator()(Handler&& handler, std::size_t n, detail::acquire_mode mode, no_timeout timeout) const
+    {
+        self_->engine_->acquire(n, mode, timeout, std::decay_t<Handler>(std::forward<Handler>(handler)));
+    }
+
+private:
+    basic_semaphore* self_;
+};
+
+// The read of async_status: FCALL_RO usage, then the decoded numbers. A composed operation, so
+// that the handler's associated executor, allocator and cancellation slot carry over to the
+// connection's command.
+template <class Executor>
+struct basic_semaphore<Executor>::status_read
+{
+    std::shared_ptr<engine_type> engine;
+    bool started = false;
+
+    template <class Self>
+    void operator()(Self& self, boost::system::error_code ec = {}, reply r = {})
+    {
+        if (!std::exchange(started, true))
+            return engine->connection().async_execute(engine->script().usage(), std::move(self));
+        const detail::semaphore_reply usage = detail::decode_semaphore_reply(ec, r);
+        if (usage.what == detail::semaphore_reply::outcome::usage)
+            return self.complete({}, semaphore_status{usage.capacity, usage.held, usage.queued});
+        self.complete(usage.what == detail::semaphore_reply::outcome::failed
+                          ? usage.error
+                          : boost::system::error_code(redis::error::server_error),
+                      semaphore_status{});
+    }
+};
+
+template <class Executor>
+class basic_semaphore<Executor>::initiate_async_status
+{
+public:
+    using executor_type = Executor;
+
+    explicit initiate_async_status(basic_semaphore* self) noexcept : self_(self) {}
+
+    const executor_type& get_executor() const noexcept { return self_->get_executor(); }
+
+    template <class Handler>
+    void operator()(Handler&& handler) const
+    {
+        boost::asio::async_compose<Handler, void(boost::system::error_code, semaphore_status)>(
+            status_read{self_->engine_}, handler, self_->get_executor());
+    }
+
+private:
+    basic_semaphore* self_;
+};
+
+template <class Executor>
+basic_semaphore<Executor>::basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
+                                           std::chrono::milliseconds lease_duration)
+    : basic_semaphore(conn, std::move(name), capacity, semaphore_options{lease_duration, std::nullopt})
+{
+}
+
+template <class Executor>
+basic_semaphore<Executor>::basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
+                                           const semaphore_options& options)
+    : executor_(conn.get_executor()),
+      engine_(std::make_shared<engine_type>(
+          conn, name, capacity,
+          detail::checked_lease(options.lease_duration, min_lease_duration, max_lease_duration),
+          detail::checked_margin(options)))
+{
+    engine_->start();
+}
+
+template <class Executor>
+basic_semaphore<Executor>::~basic_semaphore()
+{
+    engine_->stop();
+}
+
+template <class Executor>
+void basic_semaphore<Executor>::cancel()
+{
+    engine_->abort_waiters(boost::asio::error::operation_aborted);
+}
+
+template <class Executor>
+void basic_semaphore<Executor>::close()
+{
+    engine_->close();
+}
+
+} // namespace asio_sync::redis
+
+#endif // ASIO_SYNC_REDIS_IMPL_SEMAPHORE_HPP

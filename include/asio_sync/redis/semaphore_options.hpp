@@ -1,0 +1,41 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_REDIS_SEMAPHORE_OPTIONS_HPP
+#define ASIO_SYNC_REDIS_SEMAPHORE_OPTIONS_HPP
+
+/// @file
+/// The leases of a fleet-wide semaphore: asio_sync::redis::semaphore_options.
+
+#include <chrono>
+#include <optional>
+
+namespace asio_sync::redis {
+
+/// The leases of a `basic_semaphore`: how long a permit (or a queued waiter) survives without a
+/// renewal, and how early this process gives up a lease it could not renew.
+struct semaphore_options
+{
+    /// The lease of each permit and queued waiter, renewed every third of it. A process that
+    /// stops renewing loses its permits one lease after its last renewal. From
+    /// `basic_semaphore::min_lease_duration` to `basic_semaphore::max_lease_duration`.
+    std::chrono::milliseconds lease_duration{10000};
+
+    /// How long before the end of its lease (as the last renewal proves it) this process
+    /// declares a permit lost when it could not renew it: room for the server's clock running
+    /// faster than this one's, and for the loss to be acted on before another process can be
+    /// granted the permits. From zero to half the lease. Unset: `default_safety_margin(lease)`.
+    std::optional<std::chrono::milliseconds> safety_margin;
+
+    /// The default safety margin: a fiftieth of the lease plus 5 ms (205 ms for a lease of 10 s).
+    static constexpr std::chrono::milliseconds default_safety_margin(std::chrono::milliseconds lease) noexcept
+    {
+        return lease / 50 + std::chrono::milliseconds(5);
+    }
+};
+
+} // namespace asio_sync::redis
+
+#endif // ASIO_SYNC_REDIS_SEMAPHORE_OPTIONS_HPP

@@ -1,0 +1,235 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#define BOOST_TEST_MODULE redis_request_pipeline
+
+// The command link's requests without a socket: set-up first, the callers' commands after it,
+// replies matched in order, health checks, failed set-ups, a session lost, cancellation of
+// commands waiting or written, and close.
+
+#include <asio_sync/redis/detail/request_pipeline.hpp>
+
+#include "support/redis_printing.hpp"
+#include "support/redis_replies.hpp"
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+BOOST_AUTO_TEST_SUITE(redis_request_pipeline)
+
+namespace {
+
+namespace redis = asio_sync::redis;
+using boost::system::error_code;
+using redis::detail::command_op_base;
+using redis::detail::command_op_ptr;
+using redis::detail::formatted_command;
+using redis::detail::reply_answer;
+using redis::detail::request_pipeline;
+using redis::detail::setup_command;
+using cancellation_type = boost::asio::cancellation_type;
+
+// A command that records how it ended in a log: "<id> <outcome>", the outcome being the reply's
+// text, or the error's name.
+class recorded_op final : public command_op_base
+{
+public:
+    recorded_op(std::uint64_t id, std::initializer_list<std::string_view> args, std::vector<std::string>& log)
+        : command_op_base(&do_func, id, formatted_command::format(args)), log_(log)
+    {
+    }
+
+private:
+    static void do_func(command_op_base* base, action what, error_code ec, redis::reply* r)
+    {
+        auto* op = static_cast<recorded_op*>(base);
+        std::string entry = std::to_string(op->id()) + " ";
+        if (what == action::destroy)
+            entry += "destroyed";
+        else if (ec == redis::error::connection_lost)
+            entry += "connection_lost";
+        else if (ec == boost::asio::error::operation_aborted)
+            entry += "aborted";
+        else if (ec == asio_sync::error::closed)
+            entry += "closed";
+        else if (ec == redis::error::server_error)
+            entry += "server_error " + r->text;
+        else if (ec)
+            entry += ec.message();
+        else
+            entry += r->text;
+        op->log_.push_back(entry);
+        delete op;
+    }
+
+    std::vector<std::string>& log_;
+};
+
+redis::reply status(std::string text)
+{
+    return asio_sync::test::text_reply(redis::reply_kind::status, std::move(text));
+}
+
+redis::reply error_reply(std::string text)
+{
+    return asio_sync::test::text_reply(redis::reply_kind::error, std::move(text));
+}
+
+std::string bytes(std::initializer_list<std::string_view> args)
+{
+    return std::string(formatted_command::format(args).bytes());
+}
+
+struct fixture
+{
+    void add(std::uint64_t id, std::initializer_list<std::string_view> args)
+    {
+        pipeline.add(command_op_ptr(new recorded_op(id, args, log)));
+    }
+
+    std::vector<std::string> take_log() { return std::exchange(log, {}); }
+
+    std::vector<std::string> log;
+    request_pipeline pipeline;
+};
+
+const setup_command auth{bytes({"AUTH", "secret"}), false, true};
+const setup_command select_db{bytes({"SELECT", "1"}), false, false};
+const setup_command load{bytes({"FUNCTION", "LOAD", "x"}), true, false};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(commands_wait_for_the_set_up_then_are_answered_in_order, fixture)
+{
+    add(1, {"GET", "a"});
+    BOOST_TEST(pipeline.start_session({auth, select_db}) == auth.bytes + select_db.bytes);
+    BOOST_TEST(pipeline.setting_up());
+    add(2, {"GET", "b"});
+    BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::setup));
+    BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::set_up));
+    BOOST_TEST(!pipeline.setup_error());
+    BOOST_TEST(pipeline.take_commands() == bytes({"GET", "a"}) + bytes({"GET", "b"}));
+    BOOST_TEST(pipeline.take_commands().empty());
+    BOOST_TEST((pipeline.on_reply(status("A")) == reply_answer::command));
+    BOOST_TEST((pipeline.on_reply(status("B")) == reply_answer::command));
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 A", "2 B"}));
+    BOOST_TEST((pipeline.on_reply(status("?")) == reply_answer::unexpected));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_failed_set_up_keeps_its_first_error_and_reply, fixture)
+{
+    pipeline.start_session({select_db, load, auth});
+    BOOST_TEST((pipeline.on_reply(error_reply("ERR DB index is out of range")) == reply_answer::setup));
+    BOOST_TEST((pipeline.on_reply(error_reply("ERR ignored, best effort")) == reply_answer::setup));
+    BOOST_TEST((pipeline.on_reply(error_reply("WRONGPASS invalid password")) == reply_answer::set_up));
+    BOOST_TEST(pipeline.setup_error() == error_code(redis::error::server_error));
+    BOOST_TEST(pipeline.setup_reply().text == "ERR DB index is out of range");
+    add(1, {"PING"});
+    pipeline.fail_queued(pipeline.setup_error(), pipeline.setup_reply());
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 server_error ERR DB index is out of range"}));
+
+    // Refused credentials are an authentication failure; a best-effort command's error is not one.
+    pipeline.start_session({load, auth});
+    BOOST_TEST((pipeline.on_reply(error_reply("NOPERM")) == reply_answer::setup));
+    BOOST_TEST((pipeline.on_reply(error_reply("WRONGPASS invalid password")) == reply_answer::set_up));
+    BOOST_TEST(pipeline.setup_error() == error_code(redis::error::auth_failed));
+}
+
+BOOST_FIXTURE_TEST_CASE(no_set_up_means_set_up_at_once, fixture)
+{
+    BOOST_TEST(pipeline.start_session({}).empty());
+    BOOST_TEST(!pipeline.setting_up());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_set_up_command_added_while_running_holds_back_later_commands, fixture)
+{
+    pipeline.start_session({});
+    add(1, {"GET", "a"});
+    BOOST_TEST(pipeline.take_commands() == bytes({"GET", "a"}));
+    BOOST_TEST(pipeline.add_setup(load) == load.bytes);
+    BOOST_TEST(pipeline.setting_up());
+    add(2, {"GET", "b"});
+    BOOST_TEST((pipeline.on_reply(status("A")) == reply_answer::command));
+    BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::set_up));
+    BOOST_TEST(pipeline.take_commands() == bytes({"GET", "b"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_health_check_is_answered_in_its_place, fixture)
+{
+    pipeline.start_session({});
+    add(1, {"GET", "a"});
+    pipeline.take_commands();
+    BOOST_TEST(pipeline.health_check() == bytes({"PING"}));
+    BOOST_TEST((pipeline.on_reply(status("A")) == reply_answer::command));
+    BOOST_TEST((pipeline.on_reply(status("PONG")) == reply_answer::health));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_lost_session_fails_what_was_written_and_keeps_what_waits, fixture)
+{
+    pipeline.start_session({});
+    add(1, {"GET", "a"});
+    pipeline.take_commands();
+    add(2, {"GET", "b"});
+    pipeline.end_session(redis::error::connection_lost);
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 connection_lost"}));
+    BOOST_TEST(pipeline.has_queued());
+    pipeline.start_session({});
+    BOOST_TEST(pipeline.take_commands() == bytes({"GET", "b"}));
+    BOOST_TEST((pipeline.on_reply(status("B")) == reply_answer::command));
+    BOOST_TEST(take_log() == (std::vector<std::string>{"2 B"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(cancellation_takes_back_a_waiting_command_and_drops_a_written_ones_reply, fixture)
+{
+    pipeline.start_session({});
+    for (const std::uint64_t id : {1u, 2u, 3u})
+        add(id, {"GET", "x"});
+    pipeline.cancel(1, cancellation_type::total);
+    pipeline.cancel(2, cancellation_type::none); // not a cancellation type it honours
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 aborted"}));
+    pipeline.take_commands();                     // 2 and 3 written
+    pipeline.cancel(2, cancellation_type::total); // cannot take back what was sent
+    BOOST_TEST(take_log().empty());
+    pipeline.cancel(2, cancellation_type::partial);
+    pipeline.cancel(9, cancellation_type::terminal); // unknown: nothing
+    BOOST_TEST(take_log() == (std::vector<std::string>{"2 aborted"}));
+    BOOST_TEST((pipeline.on_reply(status("dropped")) == reply_answer::command));
+    BOOST_TEST((pipeline.on_reply(status("C")) == reply_answer::command));
+    BOOST_TEST(take_log() == (std::vector<std::string>{"3 C"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(close_aborts_everything_and_refuses_later_commands, fixture)
+{
+    pipeline.start_session({});
+    add(1, {"GET", "a"});
+    pipeline.take_commands();
+    add(2, {"GET", "b"});
+    pipeline.close();
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 aborted", "2 aborted"}));
+    add(3, {"GET", "c"});
+    BOOST_TEST(take_log() == (std::vector<std::string>{"3 closed"}));
+}
+
+BOOST_AUTO_TEST_CASE(destruction_destroys_the_handlers_still_held)
+{
+    std::vector<std::string> log;
+    {
+        request_pipeline pipeline;
+        pipeline.start_session({});
+        pipeline.add(command_op_ptr(new recorded_op(1, {"GET", "a"}, log)));
+        pipeline.take_commands();
+        pipeline.add(command_op_ptr(new recorded_op(2, {"GET", "b"}, log)));
+    }
+    BOOST_TEST(log == (std::vector<std::string>{"2 destroyed", "1 destroyed"}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,741 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#define BOOST_TEST_MODULE redis_semaphore_client
+
+// The client state machine of the fleet-wide semaphore, without a server, a connection or a clock:
+// a table of scenarios, each a list of steps (an event, at a time the test sets, and the exact
+// actions it must produce, in order). Together they take every branch of semaphore_client: the
+// check of the eviction policy, each reply to an acquire (granted, queued, busy, an error, a reply
+// lost with the link and the replay, LOADING or BUSY and the retry, a missing library and its
+// reload), grants published and their races with a give-up, renewals of waiters and holders
+// (granted, queued, lost, state_lost), the watch of the queue, the clock (heartbeat, lease
+// deadlines), releases and their replies, close and abort. The lease rule is checked by the
+// deadline each permit would declare its loss at.
+
+#include <asio_sync/redis/detail/semaphore_client.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+BOOST_AUTO_TEST_SUITE(redis_semaphore_client)
+
+namespace {
+
+namespace redis = asio_sync::redis;
+using namespace redis::detail;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+using boost::system::error_code;
+using outcome = semaphore_reply::outcome;
+using action_type = client_action::type;
+
+constexpr std::chrono::milliseconds lease = 3000ms;
+constexpr std::chrono::milliseconds margin = 100ms;
+
+// A short name for each error an action can carry.
+std::string name_of(error_code ec)
+{
+    static const std::pair<error_code, const char*> names[] = {
+        {{}, "ok"},
+        {boost::asio::error::operation_aborted, "aborted"},
+        {boost::asio::error::would_block, "would_block"},
+        {asio_sync::error::closed, "closed"},
+        {asio_sync::error::timed_out, "timed_out"},
+        {redis::error::server_error, "server_error"},
+        {redis::error::no_permission, "no_permission"},
+        {redis::error::eviction_policy, "eviction_policy"},
+        {redis::error::lease_lost, "lease_lost"},
+        {redis::error::state_lost, "state_lost"},
+        {redis::error::capacity_mismatch, "capacity_mismatch"},
+    };
+    for (const auto& [code, name] : names)
+        if (ec == code)
+            return name;
+    return ec.message();
+}
+
+std::string describe(const client_action& a)
+{
+    const std::string serial = "#" + std::to_string(a.serial);
+    switch (a.what)
+    {
+    case action_type::send_acquire:
+        return "acquire " + serial + " " + a.id + " n=" + std::to_string(a.n) +
+               (a.mode == acquire_mode::wait ? " wait" : " try");
+    case action_type::send_renew:
+        return "renew " + serial + " " + a.id + " fence=" + std::to_string(a.fence);
+    case action_type::send_release:
+        return "release " + a.id;
+    case action_type::send_watch:
+        return "watch";
+    case action_type::send_check:
+        return "check";
+    case action_type::load_library:
+        return "load " + serial;
+    case action_type::retry_later:
+        return "retry " + serial + " " + std::to_string(a.delay.count()) + "ms";
+    case action_type::grant:
+        return "grant " + serial + " " + a.id + " n=" + std::to_string(a.n) +
+               " fence=" + std::to_string(a.fence);
+    case action_type::fail:
+        return "fail " + serial + " " + name_of(a.error);
+    case action_type::lose:
+        return "lose " + a.id + " " + name_of(a.error);
+    }
+    return "?";
+}
+
+semaphore_reply make(outcome what)
+{
+    semaphore_reply r;
+    r.what = what;
+    return r;
+}
+
+semaphore_reply granted(std::uint64_t fence, std::size_t n, std::chrono::milliseconds left)
+{
+    semaphore_reply r = make(outcome::granted);
+    r.fence = fence;
+    r.n = n;
+    r.left = left;
+    return r;
+}
+
+semaphore_reply queued(std::size_t position, std::chrono::milliseconds left)
+{
+    semaphore_reply r = make(outcome::queued);
+    r.position = position;
+    r.left = left;
+    return r;
+}
+
+semaphore_reply failed(error_code ec)
+{
+    semaphore_reply r = make(outcome::failed);
+    r.error = ec;
+    return r;
+}
+
+semaphore_reply wake(std::chrono::milliseconds in)
+{
+    semaphore_reply r = make(outcome::wake);
+    r.left = in;
+    return r;
+}
+
+// A client of capacity 2, lease 3 s, margin 100 ms, ids "p:<n>", on a clock the test moves; it
+// remembers each call sent (its id and send time) to answer it.
+struct client_fixture
+{
+    semaphore_client client{client_options{2, lease, margin, "p"}};
+    clock_type::time_point start = clock_type::time_point(std::chrono::hours(1));
+    clock_type::time_point now = start;
+    std::map<std::uint64_t, client_action> acquires; // the last acquire sent, by serial
+    std::map<std::string, client_action> renewals;   // the last renewal sent, by id
+    std::map<std::string, std::shared_ptr<lease_view>> leases;
+
+    // Runs one event and checks its actions, exactly and in order.
+    void step(const std::function<void(client_actions&)>& event, const std::vector<std::string>& expected)
+    {
+        client_actions out;
+        event(out);
+        std::vector<std::string> actual;
+        for (const client_action& a : out)
+        {
+            actual.push_back(describe(a));
+            if (a.what == action_type::send_acquire)
+                acquires[a.serial] = a;
+            else if (a.what == action_type::send_renew)
+                renewals[a.id] = a;
+            else if (a.what == action_type::grant)
+                leases[a.id] = a.lease;
+        }
+        BOOST_TEST(actual == expected, boost::test_tools::per_element());
+    }
+
+    void after(std::chrono::milliseconds d) { now += d; }
+
+    // ---- events
+    void acquire(std::uint64_t serial, std::size_t n, const std::vector<std::string>& expected,
+                 acquire_mode mode = acquire_mode::wait)
+    {
+        step([&](client_actions& out) { client.start_acquire(serial, n, mode, now, out); }, expected);
+    }
+
+    void checked(server_check result, const std::vector<std::string>& expected)
+    {
+        step([&](client_actions& out) { client.on_check_reply(result, now, out); }, expected);
+    }
+
+    // Answers the last acquire sent for `serial`.
+    void answer(std::uint64_t serial, const semaphore_reply& r, const std::vector<std::string>& expected)
+    {
+        const client_action& sent = acquires.at(serial);
+        step(
+            [&](client_actions& out) { client.on_acquire_reply(serial, sent.id, sent.sent_at, r, now, out); },
+            expected);
+    }
+
+    // Answers the last renewal sent for `id`.
+    void renewed(const std::string& id, const semaphore_reply& r, const std::vector<std::string>& expected)
+    {
+        const client_action& sent = renewals.at(id);
+        step(
+            [&](client_actions& out) {
+                if (sent.serial != 0)
+                    client.on_waiter_renewed(sent.serial, sent.id, sent.sent_at, r, now, out);
+                else
+                    client.on_holder_renewed(sent.id, sent.sent_at, r, out);
+            },
+            expected);
+    }
+
+    void tick(const std::vector<std::string>& expected)
+    {
+        step([&](client_actions& out) { client.on_tick(now, out); }, expected);
+    }
+
+    void message(const std::string& text, const std::vector<std::string>& expected)
+    {
+        step([&](client_actions& out) { client.on_message(text, out); }, expected);
+    }
+
+    // An acquire of n checked and sent: the first of the client (serial 1) checks the server.
+    void sent(std::uint64_t serial, std::size_t n)
+    {
+        const std::string id = "p:" + std::to_string(serial);
+        if (serial == 1)
+        {
+            acquire(1, n, {"check"});
+            checked(server_check::passed, {"acquire #1 p:1 n=" + std::to_string(n) + " wait"});
+        }
+        else
+            acquire(serial, n,
+                    {"acquire #" + std::to_string(serial) + " " + id + " n=" + std::to_string(n) + " wait"});
+    }
+
+    // The acquire `serial` (id p:<serial>) sent and granted with fence `fence` at once.
+    void held(std::uint64_t serial, std::uint64_t fence)
+    {
+        sent(serial, 1);
+        const std::string id = "p:" + std::to_string(serial);
+        answer(serial, granted(fence, 1, lease),
+               {"grant #" + std::to_string(serial) + " " + id + " n=1 fence=" + std::to_string(fence)});
+    }
+
+    clock_type::time_point deadline_of(const std::string& id) const { return leases.at(id)->deadline(); }
+};
+
+struct scenario
+{
+    const char* name;
+    std::function<void(client_fixture&)> steps;
+};
+
+const scenario scenarios[] = {
+    // ---- the check of the eviction policy
+    {"the first acquire checks the server; acquires wait for the check",
+     [](client_fixture& f) {
+         f.acquire(1, 1, {"check"});
+         f.acquire(2, 2, {});
+         f.checked(server_check::passed, {"acquire #1 p:1 n=1 wait", "acquire #2 p:2 n=2 wait"});
+         f.acquire(3, 1, {"acquire #3 p:3 n=1 try"}, acquire_mode::try_once);
+     }},
+    {"a server that may evict fails the acquires that waited and every later one",
+     [](client_fixture& f) {
+         f.acquire(1, 1, {"check"});
+         f.acquire(2, 1, {});
+         f.checked(server_check::evicts, {"fail #1 eviction_policy", "fail #2 eviction_policy"});
+         f.acquire(3, 1, {"fail #3 eviction_policy"});
+         // A reconnect may reach another server: checked again.
+         f.client.on_connected();
+         f.acquire(4, 1, {"check"});
+         f.checked(server_check::passed, {"acquire #4 p:3 n=1 wait"});
+     }},
+    {"a check whose reply was lost is sent again",
+     [](client_fixture& f) {
+         f.acquire(1, 1, {"check"});
+         f.checked(server_check::unanswered, {"check"});
+         f.checked(server_check::passed, {"acquire #1 p:1 n=1 wait"});
+     }},
+    {"a reconnect while the check is in flight keeps waiting for it",
+     [](client_fixture& f) {
+         f.acquire(1, 1, {"check"});
+         f.client.on_connected();
+         f.acquire(2, 1, {});
+         f.checked(server_check::passed, {"acquire #1 p:1 n=1 wait", "acquire #2 p:2 n=1 wait"});
+     }},
+
+    // ---- replies to an acquire
+    {"granted: the lease ends at send time + the time left, minus the margin",
+     [](client_fixture& f) {
+         f.sent(1, 2);
+         const auto sent_at = f.now;
+         f.after(40ms);
+         f.answer(1, granted(7, 2, lease), {"grant #1 p:1 n=2 fence=7"});
+         BOOST_TEST((f.deadline_of("p:1") == sent_at + lease - margin));
+         BOOST_TEST(f.client.holding() == 1u);
+         BOOST_TEST(f.client.waiting() == 0u);
+     }},
+    {"a replay after a lost reply keeps its id and dates its lease from the first send and the time left",
+     [](client_fixture& f) {
+         // The defect this rule fixes: the replay's reply said granted and the client dated a fresh
+         // lease from the replay, outliving the server's deadline by the time before the replay.
+         f.sent(1, 1);
+         const auto first_sent = f.now;
+         f.after(2400ms); // 0.8 lease
+         f.answer(1, make(outcome::connection_lost), {"acquire #1 p:1 n=1 wait"});
+         f.after(10ms);
+         f.answer(1, granted(7, 1, 600ms), {"grant #1 p:1 n=1 fence=7"});
+         BOOST_TEST((f.deadline_of("p:1") == first_sent + lease - margin));
+     }},
+    {"a replay's reply that says more is left than the first send proves extends the lease",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.after(1000ms);
+         f.answer(1, make(outcome::connection_lost), {"acquire #1 p:1 n=1 wait"});
+         const auto replay_sent = f.now;
+         f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"}); // the first send never ran
+         BOOST_TEST((f.deadline_of("p:1") == replay_sent + lease - margin));
+     }},
+    {"queued: watched once, renewed by the heartbeat",
+     [](client_fixture& f) {
+         f.sent(1, 2);
+         f.sent(2, 1);
+         f.answer(1, queued(1, lease), {"watch"});
+         f.answer(2, queued(2, lease), {}); // one watch at a time
+         f.step([&](client_actions&) { f.client.on_watch_reply(make(outcome::idle), f.now); }, {});
+         f.after(lease / 3);
+         f.tick({"renew #1 p:1 fence=0", "renew #2 p:2 fence=0"});
+     }},
+    {"busy: a try fails with would_block",
+     [](client_fixture& f) {
+         f.acquire(1, 1, {"check"});
+         f.checked(server_check::passed, {"acquire #1 p:1 n=1 wait"});
+         f.acquire(2, 1, {"acquire #2 p:2 n=1 try"}, acquire_mode::try_once);
+         f.answer(2, make(outcome::busy), {"fail #2 would_block"});
+     }},
+    {"an error reply fails the acquire with its code; a reply of another kind with server_error",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.sent(2, 1);
+         f.answer(1, failed(redis::error::capacity_mismatch), {"fail #1 capacity_mismatch"});
+         f.answer(2, make(outcome::released), {"fail #2 server_error"});
+     }},
+    {"LOADING or BUSY: sent again after a pause",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, make(outcome::retry), {"retry #1 20ms"});
+         f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); }, {"acquire #1 p:1 n=1 wait"});
+         f.answer(1, queued(1, lease), {"watch"});
+         f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); }, {}); // not retrying now
+     }},
+    {"a missing library is loaded again once, then the acquire sent again",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, make(outcome::library_missing), {"load #1"});
+         f.step(
+             [&](client_actions& out) { f.client.on_library_loaded(1, make(outcome::loaded), f.now, out); },
+             {"acquire #1 p:1 n=1 wait"});
+         f.answer(1, make(outcome::library_missing), {"fail #1 server_error"});
+     }},
+    {"a library that cannot be loaded fails the acquire with the reason",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, make(outcome::library_missing), {"load #1"});
+         f.step(
+             [&](client_actions& out) {
+                 f.client.on_library_loaded(1, failed(redis::error::no_permission), f.now, out);
+             },
+             {"fail #1 no_permission"});
+         f.sent(2, 1);
+         f.answer(2, make(outcome::library_missing), {"load #2"});
+         f.step(
+             [&](client_actions& out) {
+                 f.client.on_library_loaded(2, make(outcome::connection_lost), f.now, out);
+             },
+             {"acquire #2 p:2 n=1 wait"});
+     }},
+    {"events for an acquire that is elsewhere in its life change nothing",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, make(outcome::retry), {"retry #1 20ms"});
+         f.answer(1, granted(7, 1, lease), {}); // a duplicate reply: it waits to be sent again
+         f.step(
+             [&](client_actions& out) { f.client.on_library_loaded(1, make(outcome::loaded), f.now, out); },
+             {});
+         f.step([&](client_actions& out) { f.client.on_retry(9, f.now, out); }, {});
+         f.step(
+             [&](client_actions& out) { f.client.on_library_loaded(9, make(outcome::loaded), f.now, out); },
+             {});
+         f.step(
+             [&](client_actions& out) {
+                 f.client.on_waiter_renewed(9, "p:9", f.now, queued(1, lease), f.now, out);
+             },
+             {});
+         f.step(
+             [&](client_actions& out) { f.client.on_holder_renewed("p:9", f.now, make(outcome::lost), out); },
+             {});
+     }},
+    {"a library load answered by anything but success or a lost link fails the acquire",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, make(outcome::library_missing), {"load #1"});
+         f.step([&](client_actions& out) { f.client.on_library_loaded(1, make(outcome::retry), f.now, out); },
+                {"fail #1 server_error"});
+     }},
+    {"a reply for an acquire given up, or for an old id, changes nothing",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.step([&](client_actions& out) { f.client.give_up(1, boost::asio::error::operation_aborted, out); },
+                {"fail #1 aborted", "release p:1"});
+         f.answer(1, granted(7, 1, lease), {}); // the release sent after hands it back
+         f.step(
+             [&](client_actions& out) {
+                 f.client.on_acquire_reply(2, "p:9", f.now, granted(8, 1, lease), f.now, out);
+             },
+             {});
+     }},
+
+    // ---- give-ups
+    {"an acquire given up before it was sent releases nothing",
+     [](client_fixture& f) {
+         f.acquire(1, 1, {"check"});
+         f.step([&](client_actions& out) { f.client.give_up(1, asio_sync::error::timed_out, out); },
+                {"fail #1 timed_out"});
+         f.checked(server_check::passed, {});
+         f.step([&](client_actions& out) { f.client.give_up(1, asio_sync::error::timed_out, out); }, {});
+     }},
+    {"a grant that raced a give-up: whichever came first decides, exactly once",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.message("p:1 7 1", {"grant #1 p:1 n=1 fence=7"});
+         f.step([&](client_actions& out) { f.client.give_up(1, boost::asio::error::operation_aborted, out); },
+                {});
+         f.sent(2, 1);
+         f.answer(2, queued(1, lease), {"watch"});
+         f.step([&](client_actions& out) { f.client.give_up(2, boost::asio::error::operation_aborted, out); },
+                {"fail #2 aborted", "release p:2"});
+         f.message("p:2 8 1", {});
+     }},
+
+    // ---- grants published
+    {"a published grant completes the waiter of its id, with its waiter lease",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         const auto sent_at = f.now;
+         f.answer(1, queued(1, 2000ms), {"watch"}); // the server had queued it before; 2 s left
+         f.after(500ms);
+         f.message("p:1 123456789012345678 1", {"grant #1 p:1 n=1 fence=123456789012345678"});
+         BOOST_TEST((f.deadline_of("p:1") == sent_at + lease - margin));
+     }},
+    {"a grant published while the acquire's reply is awaited completes it",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.message("p:1 7 1", {"grant #1 p:1 n=1 fence=7"});
+         f.answer(1, granted(7, 1, lease), {});
+     }},
+    {"messages for other ids or malformed are ignored",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.message("q:1 7 1", {});
+         f.message("p:1 x7 1", {});
+         f.message("p:1", {});
+         f.message("7 1", {});
+         f.message("p:1 -7 1", {});
+         f.message(" 1", {});
+         f.message("", {});
+     }},
+    {"a grant published for a waiter that waits to be sent again is left to its reply",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, make(outcome::retry), {"retry #1 20ms"});
+         f.message("p:1 7 1", {});
+         f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); }, {"acquire #1 p:1 n=1 wait"});
+         f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
+     }},
+    {"a subscription made active again renews every queued waiter",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.sent(2, 1);
+         f.answer(2, queued(1, lease), {"watch"});
+         f.step([&](client_actions& out) { f.client.on_subscribed(f.now, out); }, {"renew #2 p:2 fence=0"});
+     }},
+
+    // ---- renewals of a queued waiter
+    {"a waiter's renewal: queued extends its lease, granted completes it",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, queued(1, lease), {"watch"});
+         f.after(lease / 3);
+         f.tick({"renew #1 p:1 fence=0"});
+         f.renewed("p:1", queued(1, lease), {});
+         f.after(lease / 3);
+         f.tick({"renew #1 p:1 fence=0"});
+         f.after(5ms);
+         f.renewed("p:1", granted(9, 1, lease - 5ms), {"grant #1 p:1 n=1 fence=9"});
+         BOOST_TEST((f.deadline_of("p:1") == f.now - 5ms + lease - 5ms - margin));
+     }},
+    {"a waiter's renewal answered after its grant changes nothing",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, queued(1, lease), {"watch"});
+         f.after(lease / 3);
+         f.tick({"renew #1 p:1 fence=0"});
+         f.message("p:1 7 1", {"grant #1 p:1 n=1 fence=7"});
+         f.renewed("p:1", granted(7, 1, lease), {});
+         f.step([&](client_actions&) { f.client.on_watch_reply(wake(250ms), f.now); }, {});
+         f.after(251ms);
+         f.tick({}); // nobody queued to wake
+     }},
+    {"a check after a reconnect sends only the acquires that waited for it",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.client.on_connected();
+         f.acquire(2, 1, {"check"});
+         f.checked(server_check::passed, {"acquire #2 p:2 n=1 wait"});
+     }},
+    {"a waiter whose lease lapsed is queued again under a new id",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, queued(1, lease), {"watch"});
+         f.after(lease / 3);
+         f.tick({"renew #1 p:1 fence=0"});
+         f.renewed("p:1", make(outcome::lost), {"acquire #1 p:2 n=1 wait"});
+         f.step(
+             [&](client_actions& out) { // not queued under its new id yet
+                 f.client.on_waiter_renewed(1, "p:2", f.now, queued(1, lease), f.now, out);
+             },
+             {});
+         f.message("p:1 7 1", {});          // the old id is not ours any more
+         f.answer(1, queued(1, lease), {}); // watched already
+         f.after(lease / 3);
+         f.tick({"renew #1 p:2 fence=0"});
+         f.renewed("p:2", make(outcome::state_lost), {"acquire #1 p:3 n=1 wait"});
+     }},
+    {"a waiter's renewal that failed waits for the next heartbeat; a missing library is loaded",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, queued(1, lease), {"watch"});
+         f.after(lease / 3);
+         f.tick({"renew #1 p:1 fence=0"});
+         f.renewed("p:1", make(outcome::connection_lost), {});
+         f.renewed("p:1", make(outcome::library_missing), {"load #0"});
+         f.renewed("p:1", failed(redis::error::server_error), {});
+     }},
+
+    // ---- the watch of the queue
+    {"the watch renews the queued waiters when the queue may be served",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, queued(1, lease), {"watch"});
+         f.step([&](client_actions&) { f.client.on_watch_reply(wake(250ms), f.now); }, {});
+         BOOST_TEST((f.client.next_wakeup() == f.now + 251ms));
+         f.sent(2, 1);
+         f.answer(2, queued(2, lease), {}); // a wake-up is set already
+         f.after(251ms);
+         f.tick({"renew #1 p:1 fence=0", "renew #2 p:2 fence=0"});
+         f.renewed("p:1", queued(1, lease), {"watch"}); // watched again
+     }},
+
+    // ---- holders
+    {"a holder is renewed each third of a lease and its lease extended by each granted renewal",
+     [](client_fixture& f) {
+         f.held(1, 7);
+         f.after(lease / 3);
+         f.tick({"renew #0 p:1 fence=7"});
+         const auto renewed_at = f.now;
+         f.after(3ms);
+         f.renewed("p:1", granted(7, 1, lease), {});
+         BOOST_TEST((f.deadline_of("p:1") == renewed_at + lease - margin));
+         f.renewed("p:1", make(outcome::connection_lost), {});
+         f.renewed("p:1", failed(redis::error::server_error), {});
+         f.renewed("p:1", make(outcome::library_missing), {"load #0"});
+         BOOST_TEST((f.deadline_of("p:1") == renewed_at + lease - margin));
+     }},
+    {"a holder that cannot renew is lost at its deadline, before Redis can grant its permits again",
+     [](client_fixture& f) {
+         f.held(1, 7);
+         BOOST_TEST(!f.client.lost("p:1"));
+         const auto deadline = f.deadline_of("p:1");
+         BOOST_TEST((f.client.next_wakeup() == f.start + lease / 3));
+         f.after(lease / 3);
+         f.tick({"renew #0 p:1 fence=7"});
+         f.after(lease / 3);
+         f.tick({"renew #0 p:1 fence=7"}); // no reply ever came
+         BOOST_TEST((f.client.next_wakeup() == deadline));
+         f.now = deadline - 1ms;
+         f.tick({});
+         f.now = deadline;
+         f.tick({"lose p:1 lease_lost"});
+         BOOST_TEST(f.leases.at("p:1")->lost());
+         BOOST_TEST((f.client.lost("p:1") == error_code(redis::error::lease_lost)));
+         f.renewed("p:1", granted(7, 1, lease), {});              // too late: lost stays lost
+         BOOST_TEST((f.client.next_wakeup() == f.start + lease)); // the heartbeat alone
+         f.after(lease);
+         f.tick({}); // a lost holder is not renewed
+     }},
+    {"Redis says the lease is lost, or the state with it",
+     [](client_fixture& f) {
+         f.held(1, 7);
+         f.held(2, 8);
+         f.after(lease / 3);
+         f.tick({"renew #0 p:1 fence=7", "renew #0 p:2 fence=8"});
+         f.renewed("p:1", make(outcome::lost), {"lose p:1 lease_lost"});
+         f.renewed("p:2", make(outcome::state_lost), {"lose p:2 state_lost"});
+         BOOST_TEST((f.client.lost("p:2") == error_code(redis::error::state_lost)));
+     }},
+
+    // ---- close and abort
+    {"close fails the pending acquires and every later one; holders stay",
+     [](client_fixture& f) {
+         f.held(1, 7);
+         f.sent(2, 1);
+         f.acquire(3, 1, {"acquire #3 p:3 n=1 wait"});
+         f.step([&](client_actions& out) { f.client.close(out); },
+                {"fail #2 closed", "release p:2", "fail #3 closed", "release p:3"});
+         f.acquire(4, 1, {"fail #4 closed"});
+         BOOST_TEST(f.client.holding() == 1u);
+     }},
+    {"abort without reaching Redis releases nothing",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.step([&](client_actions& out) { f.client.abort_all(asio_sync::error::closed, false, out); },
+                {"fail #1 closed"});
+     }},
+
+    // ---- the clock
+    {"nothing to wake for once nothing is held or waited for",
+     [](client_fixture& f) {
+         BOOST_TEST(!f.client.next_wakeup());
+         f.held(1, 7);
+         release_call call;
+         BOOST_TEST((f.client.release("p:1", call).what == release_step::type::send));
+         f.after(lease / 3);
+         f.tick({});
+         BOOST_TEST(!f.client.next_wakeup());
+         f.after(lease);
+         f.tick({});
+     }},
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(every_scenario_produces_exactly_its_actions)
+{
+    for (const scenario& s : scenarios)
+    {
+        BOOST_TEST_CONTEXT(s.name)
+        {
+            client_fixture f;
+            s.steps(f);
+        }
+    }
+}
+
+// ---- releases, decided without state but the holder's
+
+BOOST_AUTO_TEST_CASE(a_release_sends_for_a_live_holder_and_reports_a_lost_one_at_once)
+{
+    client_fixture f;
+    f.held(1, 7);
+    f.held(2, 8);
+    release_call call;
+    release_step step = f.client.release("p:1", call);
+    BOOST_TEST((step.what == release_step::type::send));
+    BOOST_TEST(call.id == "p:1");
+    BOOST_TEST(call.fence == 7u);
+    BOOST_TEST(!call.replayed);
+
+    f.after(lease / 3);
+    f.tick({"renew #0 p:2 fence=8"});
+    f.renewed("p:2", make(outcome::lost), {"lose p:2 lease_lost"});
+    release_call lost_call;
+    step = f.client.release("p:2", lost_call);
+    BOOST_TEST((step.what == release_step::type::done));
+    BOOST_TEST(step.error == error_code(redis::error::lease_lost));
+    BOOST_TEST(f.client.holding() == 0u);
+
+    // Released already (or never held): nothing to do.
+    step = f.client.release("p:2", lost_call);
+    BOOST_TEST((step.what == release_step::type::done));
+    BOOST_TEST(!step.error);
+    BOOST_TEST((f.client.lost("p:2") == error_code(boost::asio::error::operation_aborted)));
+}
+
+BOOST_AUTO_TEST_CASE(a_release_reply_decides_each_outcome)
+{
+    struct row
+    {
+        const char* name;
+        semaphore_reply reply;
+        bool replayed;
+        release_step::type expected;
+        error_code error;
+    };
+    const row rows[] = {
+        {"released", make(outcome::released), false, release_step::type::done, {}},
+        {"a waiter cancelled", make(outcome::cancelled), false, release_step::type::done, {}},
+        {"its lease had lapsed", make(outcome::lost), false, release_step::type::done,
+         redis::error::lease_lost},
+        {"its state was lost", make(outcome::state_lost), false, release_step::type::done,
+         redis::error::state_lost},
+        // The defect this fixes: a release whose reply was lost, sent again, found its id gone and
+        // reported lease_lost although the first one had given the permit back.
+        {"a replay finds it gone", make(outcome::lost), true, release_step::type::done, {}},
+        {"a replay finds its state gone", make(outcome::state_lost), true, release_step::type::done, {}},
+        {"an error", failed(redis::error::read_only), false, release_step::type::done,
+         redis::error::read_only},
+        {"another kind of reply", make(outcome::queued), false, release_step::type::done,
+         redis::error::server_error},
+        {"the reply was lost", make(outcome::connection_lost), false, release_step::type::send, {}},
+        {"the library is missing",
+         make(outcome::library_missing),
+         false,
+         release_step::type::reload_send,
+         {}},
+    };
+    for (const row& r : rows)
+    {
+        BOOST_TEST_CONTEXT(r.name)
+        {
+            release_call call{"p:1", 7, r.replayed, false};
+            const release_step step = semaphore_client::on_release_reply(call, r.reply);
+            BOOST_TEST((step.what == r.expected));
+            BOOST_TEST(step.error == r.error);
+            if (r.reply.what == outcome::connection_lost)
+                BOOST_TEST(call.replayed);
+        }
+    }
+    release_call reloaded{"p:1", 7, false, true};
+    const release_step again = semaphore_client::on_release_reply(reloaded, make(outcome::library_missing));
+    BOOST_TEST((again.what == release_step::type::done));
+    BOOST_TEST(again.error == error_code(redis::error::server_error));
+}
+
+BOOST_AUTO_TEST_CASE(the_permits_lease_view_is_shared_and_moves_forward)
+{
+    lease_view view(clock_type::time_point(10s));
+    BOOST_TEST(!view.lost());
+    BOOST_TEST((view.deadline() == clock_type::time_point(10s)));
+    view.extend(clock_type::time_point(12s));
+    BOOST_TEST((view.deadline() == clock_type::time_point(12s)));
+    view.lose();
+    BOOST_TEST(view.lost());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,68 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_TEST_SUPPORT_SEMAPHORE_TIMELINE_HPP
+#define ASIO_SYNC_TEST_SUPPORT_SEMAPHORE_TIMELINE_HPP
+
+// The events of fleet-wide semaphores on one timeline: CLOCK_MONOTONIC (steady_clock), which every
+// client and process of one machine shares. A test orders a permit's loss and another client's
+// grant by the times their handlers ran; it never compares a duration with a threshold.
+
+#include <asio_sync/redis/semaphore.hpp>
+
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <utility>
+
+namespace asio_sync::test {
+
+// When an operation of a fleet-wide semaphore completed, how, and with which fence (0 but for a
+// grant). Set from its handler.
+struct semaphore_event
+{
+    std::promise<std::chrono::steady_clock::time_point> when;
+    std::promise<boost::system::error_code> error;
+    std::promise<std::uint64_t> fence;
+};
+
+// The loss of `p`, as its async_wait_lost reports it.
+inline std::shared_ptr<semaphore_event> watch_loss(redis::semaphore::permit& p)
+{
+    auto e = std::make_shared<semaphore_event>();
+    p.async_wait_lost([e](boost::system::error_code ec) {
+        e->when.set_value(std::chrono::steady_clock::now());
+        e->error.set_value(ec);
+        e->fence.set_value(0);
+    });
+    return e;
+}
+
+// An acquire of n permits of `sem`; the permit goes to `kept`.
+inline std::shared_ptr<semaphore_event> acquire_timed(redis::semaphore& sem, std::size_t n,
+                                                      std::shared_ptr<redis::semaphore::permit> kept)
+{
+    auto e = std::make_shared<semaphore_event>();
+    sem.async_acquire_permit(n, [e, kept](boost::system::error_code ec, redis::semaphore::permit p) {
+        e->when.set_value(std::chrono::steady_clock::now());
+        e->error.set_value(ec);
+        e->fence.set_value(p.fencing_token());
+        *kept = std::move(p);
+    });
+    return e;
+}
+
+// For failure messages: how far apart two events were.
+inline double milliseconds(std::chrono::steady_clock::duration d)
+{
+    return std::chrono::duration<double, std::milli>(d).count();
+}
+
+} // namespace asio_sync::test
+
+#endif // ASIO_SYNC_TEST_SUPPORT_SEMAPHORE_TIMELINE_HPP
