@@ -324,7 +324,8 @@ public:
     /// executor (default: `get_executor()`) as if by `boost::asio::post`.
     ///
     /// @par Errors
-    /// Those of `basic_connection::async_execute`, and the Redis errors of
+    /// Those of `basic_connection::async_execute` (`error::connection_lost` when the link dropped
+    /// after the read was written: it is not sent again), and the Redis errors of
     /// `async_acquire_permit` (`error::server_error` for a reply the library would not send).
     ///
     /// @par Thread safety

@@ -74,11 +74,15 @@ struct basic_semaphore<Executor>::status_read
     {
         if (!std::exchange(started, true))
             return engine->connection().async_execute(engine->script().usage(), std::move(self));
+        using outcome = detail::semaphore_reply::outcome;
         const detail::semaphore_reply usage = detail::decode_semaphore_reply(ec, r);
-        if (usage.what == detail::semaphore_reply::outcome::usage)
+        if (usage.what == outcome::usage)
             return self.complete({}, semaphore_status{usage.capacity, usage.held, usage.queued});
-        self.complete(usage.what == detail::semaphore_reply::outcome::failed
-                          ? usage.error
+        // A read whose reply was lost with its link is not sent again: it reports connection_lost,
+        // as async_execute does.
+        self.complete(usage.what == outcome::failed ? usage.error
+                      : usage.what == outcome::connection_lost
+                          ? ec
                           : boost::system::error_code(redis::error::server_error),
                       semaphore_status{});
     }
