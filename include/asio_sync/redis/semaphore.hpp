@@ -210,7 +210,9 @@ public:
     ///   call (see docs/cluster.md).
     /// .
     /// A reply lost with the connection is not an error: the acquire is sent again with the same
-    /// id, and is never granted twice. While Redis is unreachable the acquire waits: bound it with
+    /// id, and is never granted twice. (A first send that a stuck proxy delivers after the acquire
+    /// was released or given up runs as a new acquire that nobody renews: it lapses within one
+    /// lease; see docs/cluster.md.) While Redis is unreachable the acquire waits: bound it with
     /// `async_acquire_permit_for` or a cancellation.
     ///
     /// @par Thread safety
