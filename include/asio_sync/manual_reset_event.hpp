@@ -6,6 +6,7 @@
 #ifndef ASIO_SYNC_MANUAL_RESET_EVENT_HPP
 #define ASIO_SYNC_MANUAL_RESET_EVENT_HPP
 
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/event_wait.hpp>
 
@@ -16,6 +17,7 @@
 #include <boost/asio/query.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -165,6 +167,92 @@ public:
     auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token));
+    }
+
+    /// Starts an asynchronous wait until the event is set, giving up after `timeout`: `async_wait` with a
+    /// time limit.
+    ///
+    /// Everything said of `async_wait` holds, and in addition the wait completes with
+    /// `asio_sync::error::timed_out` if the event has not been set when the time runs out. A `set()` that
+    /// races the deadline has exactly one outcome: success or `timed_out`. A wait decided at once starts no
+    /// timer. See [Deadlines](deadlines.md).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`, never as
+    /// `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// As `async_wait`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait`, and
+    /// - `asio_sync::error::timed_out`: the time ran out first;
+    /// - `boost::asio::error::no_memory`: the wait was queued but its timer could not be started,
+    ///   so it left the queue rather than wait without a limit.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @par Object lifetimes
+    /// The object may be destroyed, and the context may shut down, while the timer is pending. A
+    /// wait that is queued allocates one object, which holds the timer, and the timer's wait, both
+    /// with the handler's associated allocator.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// negative: give up unless the wait can be decided at once.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_wait_for(const std::chrono::duration<Rep, Period>& timeout,
+                        WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token),
+                                        detail::deadline_after(timeout));
+    }
+
+    /// Starts an asynchronous wait until the event is set, giving up at `deadline`: `async_wait_for` with a
+    /// point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`.
+    ///
+    /// @par Executor
+    /// As `async_wait`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @par Object lifetimes
+    /// As `async_wait_for`.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param deadline When to give up; a deadline already past gives up unless the wait can be
+    /// decided at once.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_wait_until(const std::chrono::time_point<Clock, Duration>& deadline,
+                          WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token),
+                                        detail::deadline_at(deadline));
     }
 
 private:

@@ -101,11 +101,16 @@ int main()
         shared.unlock_shared();
         ++completed;
     });
+    mtx.async_lock_until(std::chrono::steady_clock::now() + std::chrono::hours(1), [&](error_code ec) {
+        check(!ec, "mutex::async_lock_until");
+        mtx.unlock();
+        ++completed;
+    });
     io.run();
 
     sem.reduce_permits(1);
     sem.add_permits(1);
-    check(completed == 7, "every operation completed once");
+    check(completed == 8, "every operation completed once");
     check(sem.available() == 4 && sem.waiting() == 0, "every permit came back");
     check(mtx.try_lock(), "the mutex is free");
     check(shared.try_lock(), "the shared mutex is free");

@@ -23,12 +23,14 @@ struct access
         return T(std::forward<Args>(args)...);
     }
 
-    // The acquire whose handler receives what `grant` makes of the outcome, on which the mutexes
-    // build their scoped locks.
-    template <class Signature, class Semaphore, class Grant, class Token>
-    static auto async_acquire_as(Semaphore& semaphore, std::size_t n, const Grant& grant, Token&& token)
+    // The acquire whose handler receives what `grant` makes of the outcome, with a deadline or
+    // without (detail/deadline.hpp), on which the mutexes build their locks.
+    template <class Signature, class Semaphore, class Grant, class Token, class... Deadline>
+    static auto async_acquire_as(Semaphore& semaphore, std::size_t n, const Grant& grant, Token&& token,
+                                 Deadline... deadline)
     {
-        return semaphore.template async_acquire_as<Signature>(n, grant, std::forward<Token>(token));
+        return semaphore.template async_acquire_as<Signature>(n, grant, std::forward<Token>(token),
+                                                              deadline...);
     }
 
     // The state of a semaphore_core that its interface does not show, which the interleaving
