@@ -49,6 +49,11 @@ enum class error
     /// that races the deadline wins or loses as a whole. Distinct from
     /// `boost::asio::error::operation_aborted`, which reports a cancellation.
     timed_out,
+
+    /// `basic_upgrade_mutex::async_upgrade` was called while nobody held the upgrade lock, or
+    /// while an upgrade was already in progress. Reported at the call, with nothing queued and
+    /// nothing changed.
+    no_upgrade_lock,
 };
 
 namespace detail {
@@ -73,6 +78,8 @@ public:
             return "more permits were requested than the object can ever grant";
         case error::timed_out:
             return "the time limit of the operation ran out";
+        case error::no_upgrade_lock:
+            return "an upgrade was asked for without the upgrade lock";
         }
         return "unknown asio_sync error";
     }

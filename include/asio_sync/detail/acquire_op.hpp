@@ -41,6 +41,8 @@ inline boost::system::error_code to_error_code(waiter_outcome outcome) noexcept
         return error::too_many_permits;
     case waiter_outcome::no_memory:
         return boost::asio::error::no_memory;
+    case waiter_outcome::no_upgrade_lock:
+        return error::no_upgrade_lock;
     }
     return {};
 }

@@ -20,8 +20,9 @@ enum class waiter_outcome : unsigned char
     aborted,
     closed,
     timed_out,
-    too_many,  // asks for more than a bounded semaphore's capacity, lowered while it waited
-    no_memory, // a timed acquire could not start its timer
+    too_many,        // asks for more than a bounded semaphore's capacity, lowered while it waited
+    no_memory,       // a timed acquire could not start its timer
+    no_upgrade_lock, // an upgrade without the upgrade lock (upgrade_core)
 };
 
 // A queued acquire. It is a base of the operation object that holds the completion handler, so
