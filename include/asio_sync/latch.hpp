@@ -75,6 +75,7 @@ public:
         : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context), expected == 0),
           count_(expected)
     {
+        impl_.names = {"latch", "async_wait", this};
     }
 
     /// Constructs a latch that uses the context's executor.

@@ -83,6 +83,7 @@ public:
     explicit basic_manual_reset_event(const executor_type& ex, bool initially_set = false)
         : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context), initially_set)
     {
+        impl_.names = {"manual_reset_event", "async_wait", this};
     }
 
     /// Constructs an event that uses the context's executor.

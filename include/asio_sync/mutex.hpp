@@ -63,7 +63,10 @@ public:
     /// Constructs an unlocked mutex.
     ///
     /// @param ex The I/O executor: the default executor of completion handlers.
-    explicit basic_mutex(const executor_type& ex) : semaphore_(ex, 1) {}
+    explicit basic_mutex(const executor_type& ex) : semaphore_(ex, 1)
+    {
+        detail::access::tracking_names(semaphore_) = {"mutex", "async_lock", this};
+    }
 
     /// Constructs an unlocked mutex that uses the context's executor.
     ///
@@ -73,7 +76,7 @@ public:
     template <
         class ExecutionContext,
         std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
-    explicit basic_mutex(ExecutionContext& ctx) : semaphore_(ctx, 1)
+    explicit basic_mutex(ExecutionContext& ctx) : basic_mutex(executor_type(ctx.get_executor()))
     {
     }
 

@@ -80,6 +80,7 @@ public:
     explicit basic_shared_mutex(const executor_type& ex, std::size_t max_readers = default_max_readers)
         : semaphore_(ex, checked(max_readers)), max_readers_(max_readers)
     {
+        detail::access::tracking_names(semaphore_) = {"shared_mutex", "async_lock", this};
     }
 
     /// Constructs an unlocked mutex that uses the context's executor.

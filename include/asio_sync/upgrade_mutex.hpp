@@ -96,6 +96,7 @@ public:
     explicit basic_upgrade_mutex(const executor_type& ex)
         : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context))
     {
+        impl_.names = {"upgrade_mutex", "async_lock", this};
     }
 
     /// Constructs an unlocked mutex that uses the context's executor.

@@ -33,6 +33,14 @@ struct access
                                                               deadline...);
     }
 
+    // What Asio's handler tracking calls the waits of a semaphore: a lock built on one names its
+    // own.
+    template <class Semaphore>
+    static auto& tracking_names(Semaphore& semaphore) noexcept
+    {
+        return semaphore.impl_.names;
+    }
+
     // The state of a semaphore_core that its interface does not show, which the interleaving
     // checker (test/semaphore_core.cpp) checks after every step.
     template <class Core>

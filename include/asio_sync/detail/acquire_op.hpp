@@ -7,6 +7,7 @@
 #define ASIO_SYNC_DETAIL_ACQUIRE_OP_HPP
 
 #include <asio_sync/detail/completion.hpp>
+#include <asio_sync/detail/handler_tracking.hpp>
 #include <asio_sync/detail/handler_work.hpp>
 #include <asio_sync/detail/submit.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
@@ -146,7 +147,7 @@ void deallocate_op(Op* op, const Allocator& handler_alloc) noexcept
 }
 
 template <class Handler, class IoExecutor, class Grant>
-class acquire_op final : public acquire_op_base
+class acquire_op final : public acquire_op_base BOOST_ASIO_ALSO_INHERIT_TRACKED_HANDLER
 {
 public:
     using parts_type = acquire_parts<Handler, IoExecutor, Grant>;
@@ -155,6 +156,7 @@ public:
         : acquire_op_base(&do_func), parts_(std::move(handler), io_ex, grant)
     {
         to_permit = Grant::to_permit;
+        track_creation(*this, io_ex);
     }
 
     static acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
@@ -171,11 +173,17 @@ private:
     static void do_func(acquire_op_base* base, action what, const boost::system::error_code& ec, relation how)
     {
         auto* op = static_cast<acquire_op*>(base);
+        // The handler tracking record keeps the operation's id: the operation may go first.
+        BOOST_ASIO_HANDLER_COMPLETION((*op));
         const std::size_t n = op->granted();
         parts_type parts(std::move(op->parts_));
         deallocate_op(op, parts.get_allocator());
         if (what == action::complete)
+        {
+            BOOST_ASIO_HANDLER_INVOCATION_BEGIN((ec));
             parts.complete(ec, how, n);
+            BOOST_ASIO_HANDLER_INVOCATION_END;
+        }
     }
 
     parts_type parts_;

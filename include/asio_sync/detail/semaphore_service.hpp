@@ -7,6 +7,7 @@
 #define ASIO_SYNC_DETAIL_SEMAPHORE_SERVICE_HPP
 
 #include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/handler_tracking.hpp>
 #include <asio_sync/detail/semaphore_core.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 
@@ -28,6 +29,7 @@ struct service_entry
     explicit service_entry(abort_func abort) noexcept : abort_waiters(abort) {}
 
     abort_func abort_waiters;      // moves every queued waiter, aborted, to the list
+    tracking_names names;          // what Asio's handler tracking calls the primitive and its wait
     service_entry* prev = nullptr; // service list, guarded by the service's mutex
     service_entry* next = nullptr;
     // Null once the context has shut down, so a primitive may outlive its context.

@@ -8,6 +8,7 @@
 
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/deadline.hpp>
+#include <asio_sync/detail/handler_tracking.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
 #include <asio_sync/detail/start_acquire.hpp>
 #include <asio_sync/detail/submit.hpp>
@@ -78,7 +79,7 @@ private:
 // destructor meanwhile (see semaphore_service::locked), and a grant or cancellation that came
 // first leaves the waiter alone (the engine checks again under its own lock).
 template <class Handler, class IoExecutor, class Grant, class Engine>
-class timed_acquire_op final : public acquire_op_base
+class timed_acquire_op final : public acquire_op_base BOOST_ASIO_ALSO_INHERIT_TRACKED_HANDLER
 {
 public:
     using parts_type = acquire_parts<Handler, IoExecutor, Grant>;
@@ -94,6 +95,7 @@ public:
           service_(entry.service.load(std::memory_order_acquire))
     {
         to_permit = Grant::to_permit;
+        track_creation(*this, io_ex);
     }
 
     static timed_acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant,
@@ -168,13 +170,18 @@ private:
     static void do_func(acquire_op_base* base, action what, const boost::system::error_code& ec, relation how)
     {
         auto* op = static_cast<timed_acquire_op*>(base);
+        BOOST_ASIO_HANDLER_COMPLETION((*op));
         const std::size_t n = op->granted();
         parts_type parts(std::move(op->parts_));
         if (op->stage_.exchange(finished, std::memory_order_acq_rel) == timing)
             op->timer_.cancel();
         op->release();
         if (what == action::complete)
+        {
+            BOOST_ASIO_HANDLER_INVOCATION_BEGIN((ec));
             parts.complete(ec, how, n);
+            BOOST_ASIO_HANDLER_INVOCATION_END;
+        }
     }
 
     parts_type parts_;
@@ -199,9 +206,10 @@ struct timed_acquire
 // `entry`: without a time limit, or until `deadline`. Inline, as start_acquire is: an acquire
 // granted at once must cost what it costs without a deadline.
 template <class Engine, class Handler, class IoExecutor, class Grant>
-inline void start_acquire_until(Engine& engine, service_entry&, Handler handler, const IoExecutor& io_ex,
-                                std::size_t n, const Grant& grant, no_deadline)
+inline void start_acquire_until(Engine& engine, service_entry& entry, Handler handler,
+                                const IoExecutor& io_ex, std::size_t n, const Grant& grant, no_deadline)
 {
+    const tracked_wait_scope tracked(entry.names);
     start_acquire<acquire_op>(engine, std::move(handler), io_ex, n, grant);
 }
 
@@ -210,6 +218,7 @@ inline void start_acquire_until(Engine& engine, service_entry& entry, Handler ha
                                 const IoExecutor& io_ex, std::size_t n, const Grant& grant,
                                 deadline_type deadline)
 {
+    const tracked_wait_scope tracked(entry.names);
     start_acquire<timed_acquire<Engine>::template op>(engine, std::move(handler), io_ex, n, grant, engine,
                                                       entry, deadline);
 }

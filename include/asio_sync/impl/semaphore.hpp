@@ -68,6 +68,7 @@ template <class Executor>
 basic_semaphore<Executor>::basic_semaphore(const executor_type& ex, std::size_t initial_permits)
     : executor_(ex), impl_(initial_permits)
 {
+    impl_.names = {"semaphore", "async_acquire", this};
     boost::asio::execution_context& ctx = boost::asio::query(executor_, boost::asio::execution::context);
     boost::asio::use_service<detail::semaphore_service>(ctx).add(impl_);
 }
@@ -77,6 +78,7 @@ basic_semaphore<Executor>::basic_semaphore(const executor_type& ex, std::size_t 
                                            std::size_t bound)
     : executor_(ex), impl_(initial_permits, bound)
 {
+    impl_.names = {"semaphore", "async_acquire", this};
     boost::asio::execution_context& ctx = boost::asio::query(executor_, boost::asio::execution::context);
     boost::asio::use_service<detail::semaphore_service>(ctx).add(impl_);
 }
