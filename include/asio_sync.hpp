@@ -26,5 +26,7 @@
 #include <asio_sync/shared_mutex.hpp>
 #include <asio_sync/upgrade_lock.hpp>
 #include <asio_sync/upgrade_mutex.hpp>
+#include <asio_sync/wait_histogram.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #endif // ASIO_SYNC_HPP

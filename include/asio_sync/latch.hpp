@@ -10,6 +10,7 @@
 #include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/event_wait.hpp>
 #include <asio_sync/detail/latch_count.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -18,6 +19,7 @@
 #include <boost/asio/query.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <type_traits>
@@ -120,6 +122,18 @@ public:
 
     /// Returns the current count. Lock-free.
     std::size_t count() const noexcept { return count_.load(); }
+
+    /// Attaches `observer` to the latch's waits, or detaches it (null): every wait that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Waits decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        impl_.observer.store(observer, std::memory_order_release);
+    }
 
     /// Completes every queued wait with `boost::asio::error::operation_aborted`, oldest first;
     /// the count is not affected.

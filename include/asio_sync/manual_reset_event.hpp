@@ -9,6 +9,7 @@
 #include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/event_wait.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -17,6 +18,7 @@
 #include <boost/asio/query.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <type_traits>
@@ -122,6 +124,18 @@ public:
 
     /// Returns true while the event is set. Lock-free.
     bool is_set() const noexcept { return impl_.core.is_set(); }
+
+    /// Attaches `observer` to the event's waits, or detaches it (null): every wait that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Waits decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        impl_.observer.store(observer, std::memory_order_release);
+    }
 
     /// Completes every queued wait with `boost::asio::error::operation_aborted`, oldest first;
     /// the event stays as it is.

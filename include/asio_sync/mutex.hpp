@@ -13,6 +13,7 @@
 #include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/semaphore.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -20,6 +21,7 @@
 #include <boost/assert.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <mutex>
@@ -65,7 +67,7 @@ public:
     /// @param ex The I/O executor: the default executor of completion handlers.
     explicit basic_mutex(const executor_type& ex) : semaphore_(ex, 1)
     {
-        detail::access::tracking_names(semaphore_) = {"mutex", "async_lock", this};
+        detail::access::entry(semaphore_).names = {"mutex", "async_lock", this};
     }
 
     /// Constructs an unlocked mutex that uses the context's executor.
@@ -364,6 +366,18 @@ public:
     {
         BOOST_ASSERT_MSG(semaphore_.available() == 0, "asio_sync::basic_mutex::unlock of an unlocked mutex");
         semaphore_.release(1);
+    }
+
+    /// Attaches `observer` to the mutex's waits, or detaches it (null): every lock that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Locks decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        detail::access::entry(semaphore_).observer.store(observer, std::memory_order_release);
     }
 
     /// Aborts every pending lock operation with `boost::asio::error::operation_aborted` (posted,

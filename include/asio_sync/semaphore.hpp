@@ -24,6 +24,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/throw_exception.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <optional>
@@ -649,6 +650,18 @@ public:
     /// `reduce_permits` debt is open. Lock-free; a snapshot, for monitoring and tests.
     std::size_t available() const noexcept { return impl_.core.available(); }
 
+    /// Attaches `observer` to the semaphore's waits, or detaches it (null): every acquire that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Acquires decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        impl_.observer.store(observer, std::memory_order_release);
+    }
+
     /// Returns the number of acquires queued now. A snapshot, for monitoring and tests.
     std::size_t waiting() const noexcept { return impl_.core.waiting(); }
 
@@ -830,5 +843,6 @@ using semaphore = basic_semaphore<>;
 } // namespace asio_sync
 
 #include <asio_sync/impl/semaphore.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #endif // ASIO_SYNC_SEMAPHORE_HPP

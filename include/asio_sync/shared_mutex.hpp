@@ -14,6 +14,7 @@
 #include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/semaphore.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -22,6 +23,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/throw_exception.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <mutex>
@@ -80,7 +82,7 @@ public:
     explicit basic_shared_mutex(const executor_type& ex, std::size_t max_readers = default_max_readers)
         : semaphore_(ex, checked(max_readers)), max_readers_(max_readers)
     {
-        detail::access::tracking_names(semaphore_) = {"shared_mutex", "async_lock", this};
+        detail::access::entry(semaphore_).names = {"shared_mutex", "async_lock", this};
     }
 
     /// Constructs an unlocked mutex that uses the context's executor.
@@ -664,6 +666,18 @@ public:
         BOOST_ASSERT_MSG(semaphore_.available() == 0,
                          "asio_sync::basic_shared_mutex::downgrade without the lock");
         semaphore_.release(max_readers_ - 1);
+    }
+
+    /// Attaches `observer` to the mutex's waits, or detaches it (null): every lock that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Locks decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        detail::access::entry(semaphore_).observer.store(observer, std::memory_order_release);
     }
 
     /// Aborts every pending lock operation, shared or exclusive, with

@@ -16,6 +16,7 @@
 #include <asio_sync/detail/upgrade_lock_op.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 #include <asio_sync/upgrade_lock.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -25,6 +26,7 @@
 #include <boost/assert.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <mutex>
@@ -1277,6 +1279,18 @@ public:
         const std::size_t count = impl_.core.abort_all(detail::waiter_outcome::aborted, done);
         detail::complete_all(done);
         return count;
+    }
+
+    /// Attaches `observer` to the mutex's waits, or detaches it (null): every lock (or upgrade) that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Locks and upgrades decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        impl_.observer.store(observer, std::memory_order_release);
     }
 
     /// Returns the number of lock operations queued now, a pending upgrade included. A snapshot,

@@ -33,12 +33,12 @@ struct access
                                                               deadline...);
     }
 
-    // What Asio's handler tracking calls the waits of a semaphore: a lock built on one names its
-    // own.
+    // The service entry of a semaphore, for the locks built on one: their names in Asio's handler
+    // tracking, and their observer.
     template <class Semaphore>
-    static auto& tracking_names(Semaphore& semaphore) noexcept
+    static auto& entry(Semaphore& semaphore) noexcept
     {
-        return semaphore.impl_.names;
+        return semaphore.impl_;
     }
 
     // The state of a semaphore_core that its interface does not show, which the interleaving

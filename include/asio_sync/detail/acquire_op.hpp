@@ -12,12 +12,14 @@
 #include <asio_sync/detail/submit.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 #include <asio_sync/error.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <new>
@@ -189,10 +191,48 @@ private:
     parts_type parts_;
 };
 
+inline wait_outcome observed_outcome(waiter_outcome outcome) noexcept
+{
+    switch (outcome)
+    {
+    case waiter_outcome::granted:
+        return wait_outcome::granted;
+    case waiter_outcome::pending:
+    case waiter_outcome::aborted:
+        return wait_outcome::cancelled;
+    case waiter_outcome::timed_out:
+        return wait_outcome::timed_out;
+    case waiter_outcome::closed:
+    case waiter_outcome::too_many:
+    case waiter_outcome::no_memory:
+    case waiter_outcome::no_upgrade_lock:
+        break;
+    }
+    return wait_outcome::failed;
+}
+
+// Tells an observed waiter's observer how it ended. What the observer throws is dropped: the
+// waiter is finished all the same (see wait_observer).
+inline void report_finished(const semaphore_waiter& w, wait_outcome outcome) noexcept
+{
+    BOOST_TRY
+    {
+        w.observer->on_finished(outcome, std::chrono::steady_clock::now() - w.queued_at);
+    }
+    BOOST_CATCH(...)
+    {
+    }
+    BOOST_CATCH_END
+}
+
 inline void destroy_all(waiter_list& done) noexcept
 {
     while (semaphore_waiter* w = done.pop_front())
+    {
+        if (w->observer)
+            report_finished(*w, wait_outcome::cancelled);
         static_cast<acquire_op_base*>(w)->destroy();
+    }
 }
 
 // The list of waiters this thread is finishing, if any. A completion that cannot be delivered
@@ -222,6 +262,8 @@ inline void complete_each(waiter_list& done, relation first) noexcept
     relation how = first;
     while (semaphore_waiter* w = done.pop_front())
     {
+        if (w->observer)
+            report_finished(*w, observed_outcome(w->outcome));
         BOOST_TRY
         {
             static_cast<acquire_op_base*>(w)->complete(to_error_code(w->outcome), how);

@@ -10,6 +10,7 @@
 #include <asio_sync/detail/handler_tracking.hpp>
 #include <asio_sync/detail/semaphore_core.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/execution_context.hpp>
 
@@ -28,9 +29,10 @@ struct service_entry
 
     explicit service_entry(abort_func abort) noexcept : abort_waiters(abort) {}
 
-    abort_func abort_waiters;      // moves every queued waiter, aborted, to the list
-    tracking_names names;          // what Asio's handler tracking calls the primitive and its wait
-    service_entry* prev = nullptr; // service list, guarded by the service's mutex
+    abort_func abort_waiters; // moves every queued waiter, aborted, to the list
+    tracking_names names;     // what Asio's handler tracking calls the primitive and its wait
+    std::atomic<wait_observer*> observer{nullptr}; // who is told of its waits (set_observer)
+    service_entry* prev = nullptr;                 // service list, guarded by the service's mutex
     service_entry* next = nullptr;
     // Null once the context has shut down, so a primitive may outlive its context.
     std::atomic<semaphore_service*> service{nullptr};

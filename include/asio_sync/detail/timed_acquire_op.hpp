@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 namespace asio_sync::detail {
@@ -203,24 +204,22 @@ struct timed_acquire
 };
 
 // Starts an acquire of n permits from `engine`, which belongs to the primitive registered as
-// `entry`: without a time limit, or until `deadline`. Inline, as start_acquire is: an acquire
-// granted at once must cost what it costs without a deadline.
-template <class Engine, class Handler, class IoExecutor, class Grant>
+// `entry`: without a time limit, or until `deadline`; a wait that queues is reported to the
+// entry's observer, if any. The immediate grant is start_acquire's, inline: an acquire granted at
+// once costs what it costs without a deadline or an observer.
+template <class Engine, class Handler, class IoExecutor, class Grant, class Deadline>
 inline void start_acquire_until(Engine& engine, service_entry& entry, Handler handler,
-                                const IoExecutor& io_ex, std::size_t n, const Grant& grant, no_deadline)
+                                const IoExecutor& io_ex, std::size_t n, const Grant& grant, Deadline deadline)
 {
+    if (engine.try_acquire(n, Grant::to_permit))
+        return post_completion(std::move(handler), io_ex, grant, {}, n);
     const tracked_wait_scope tracked(entry.names);
-    start_acquire<acquire_op>(engine, std::move(handler), io_ex, n, grant);
-}
-
-template <class Engine, class Handler, class IoExecutor, class Grant>
-inline void start_acquire_until(Engine& engine, service_entry& entry, Handler handler,
-                                const IoExecutor& io_ex, std::size_t n, const Grant& grant,
-                                deadline_type deadline)
-{
-    const tracked_wait_scope tracked(entry.names);
-    start_acquire<timed_acquire<Engine>::template op>(engine, std::move(handler), io_ex, n, grant, engine,
-                                                      entry, deadline);
+    wait_observer* observer = entry.observer.load(std::memory_order_acquire);
+    if constexpr (std::is_same_v<Deadline, no_deadline>)
+        start_other_acquire<acquire_op>(engine, observer, std::move(handler), io_ex, n, grant);
+    else
+        start_other_acquire<timed_acquire<Engine>::template op>(engine, observer, std::move(handler), io_ex,
+                                                                n, grant, engine, entry, deadline);
 }
 
 } // namespace asio_sync::detail

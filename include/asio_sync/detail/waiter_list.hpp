@@ -7,7 +7,12 @@
 #define ASIO_SYNC_DETAIL_WAITER_LIST_HPP
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+
+namespace asio_sync {
+class wait_observer;
+} // namespace asio_sync
 
 namespace asio_sync::detail {
 
@@ -43,6 +48,9 @@ struct semaphore_waiter
     // The permits go to a permit object, which will return them: on a bounded semaphore they stay
     // in circulation. A plain acquire takes its permits out of circulation.
     bool to_permit = false;
+    // Who reports the wait, and since when it waits (see wait_observer); null unless observed.
+    wait_observer* observer = nullptr;
+    std::chrono::steady_clock::time_point queued_at{};
 
     // What a granted waiter receives: the permits it asked for.
     std::size_t granted() const noexcept { return missing + collected; }
