@@ -218,7 +218,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the wait can be decided at once.
     /// @param token The completion token.
     /// @returns what the token makes of the operation.

@@ -225,7 +225,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the mutex is free at once (a lock that has to queue times out when
     /// its timer's handler runs, unless an unlock grants it first).
     /// @param token The completion token.

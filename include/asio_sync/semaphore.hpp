@@ -407,7 +407,7 @@ public:
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
     /// @param n The number of permits to acquire.
-    /// @param timeout How long to wait, from the call, measured on `std::chrono::steady_clock`.
+    /// @param timeout How long to wait once queued, measured on `std::chrono::steady_clock`.
     /// Zero or negative: give up unless the permits can be had without waiting for a release (an
     /// acquire that has to queue times out when its timer's handler runs, unless a release grants
     /// it first).

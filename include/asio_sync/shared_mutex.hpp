@@ -249,7 +249,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the lock can be had at once.
     /// @param token The completion token.
     template <class Rep, class Period,
@@ -506,7 +506,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the lock can be had at once.
     /// @param token The completion token.
     template <class Rep, class Period,

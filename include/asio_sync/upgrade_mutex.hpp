@@ -213,7 +213,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
     template <class Rep, class Period,
@@ -356,7 +356,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
     template <class Rep, class Period,
@@ -508,7 +508,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
     template <class Rep, class Period,
@@ -650,7 +650,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
     template <class Rep, class Period,
@@ -803,7 +803,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
     template <class Rep, class Period,
@@ -946,7 +946,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
     template <class Rep, class Period,
@@ -1106,7 +1106,7 @@ public:
     ///
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, from the call, on `std::chrono::steady_clock`. Zero or
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
     template <class Rep, class Period,

@@ -20,20 +20,36 @@ struct no_deadline
 {
 };
 
-// `d` from now, rounded up to the clock's tick; saturates instead of overflowing. Zero or
-// negative: now, so the wait gives up unless it can be decided without waiting.
+// A time limit counted from the moment the wait queues: a `_for` wait passes this rather than a
+// deadline, so that one decided at once never reads the clock.
+struct timeout
+{
+    deadline_clock::duration duration;
+};
+
+// `d` rounded up to the clock's tick, saturated to [0, max]. Zero or negative: the wait gives up
+// unless it can be decided without waiting.
 template <class Rep, class Period>
-deadline_type deadline_after(const std::chrono::duration<Rep, Period>& d)
+timeout deadline_after(const std::chrono::duration<Rep, Period>& d)
 {
     using tick = deadline_clock::duration;
-    const deadline_type now = deadline_clock::now();
     if (d <= d.zero())
-        return now;
-    const tick room = deadline_type::max() - now;
-    if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(room))
-        return deadline_type::max();
-    const tick step = std::chrono::ceil<tick>(d);
-    return step >= room ? deadline_type::max() : now + step;
+        return {tick::zero()};
+    if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(tick::max()))
+        return {tick::max()};
+    return {std::chrono::ceil<tick>(d)};
+}
+
+// Where a time limit ends, read when the wait queues: now plus the limit, saturated.
+inline deadline_type deadline_of(timeout t) noexcept
+{
+    const deadline_type now = deadline_clock::now();
+    return t.duration >= deadline_type::max() - now ? deadline_type::max() : now + t.duration;
+}
+
+inline deadline_type deadline_of(deadline_type t) noexcept
+{
+    return t;
 }
 
 // A time point of any clock as a deadline. A steady_clock time point is taken as it is (rounded
@@ -57,7 +73,7 @@ deadline_type deadline_at(const std::chrono::time_point<Clock, Duration>& t)
         const auto now = Clock::now();
         if (t <= now)
             return deadline_clock::now();
-        return deadline_after(t - now);
+        return deadline_of(deadline_after(t - now));
     }
 }
 

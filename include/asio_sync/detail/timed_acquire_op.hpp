@@ -204,9 +204,10 @@ struct timed_acquire
 };
 
 // Starts an acquire of n permits from `engine`, which belongs to the primitive registered as
-// `entry`: without a time limit, or until `deadline`; a wait that queues is reported to the
-// entry's observer, if any. The immediate grant is start_acquire's, inline: an acquire granted at
-// once costs what it costs without a deadline or an observer.
+// `entry`: without a time limit (no_deadline), until a deadline, or for a timeout that starts
+// counting once the wait has to queue; a wait that queues is reported to the entry's observer, if
+// any. The immediate grant is start_acquire's, inline: an acquire granted at once costs what it
+// costs without a deadline or an observer, and reads no clock.
 template <class Engine, class Handler, class IoExecutor, class Grant, class Deadline>
 inline void start_acquire_until(Engine& engine, service_entry& entry, Handler handler,
                                 const IoExecutor& io_ex, std::size_t n, const Grant& grant, Deadline deadline)
@@ -218,8 +219,8 @@ inline void start_acquire_until(Engine& engine, service_entry& entry, Handler ha
     if constexpr (std::is_same_v<Deadline, no_deadline>)
         start_other_acquire<acquire_op>(engine, observer, std::move(handler), io_ex, n, grant);
     else
-        start_other_acquire<timed_acquire<Engine>::template op>(engine, observer, std::move(handler), io_ex,
-                                                                n, grant, engine, entry, deadline);
+        start_other_acquire<timed_acquire<Engine>::template op>(
+            engine, observer, std::move(handler), io_ex, n, grant, engine, entry, deadline_of(deadline));
 }
 
 } // namespace asio_sync::detail
