@@ -19,6 +19,7 @@
 #include <asio_sync/condition_variable.hpp>
 #include <asio_sync/error.hpp>
 #include <asio_sync/gate.hpp>
+#include <asio_sync/holder_registry.hpp>
 #include <asio_sync/latch.hpp>
 #include <asio_sync/manual_reset_event.hpp>
 #include <asio_sync/mutex.hpp>

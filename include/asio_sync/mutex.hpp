@@ -12,6 +12,7 @@
 #include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
+#include <asio_sync/detail/holder_records.hpp>
 #include <asio_sync/semaphore.hpp>
 #include <asio_sync/wait_observer.hpp>
 
@@ -68,6 +69,7 @@ public:
     explicit basic_mutex(const executor_type& ex) : semaphore_(ex, 1)
     {
         detail::access::entry(semaphore_).names = {"mutex", "async_lock", this};
+        detail::access::entry(semaphore_).lock_permits = 1;
     }
 
     /// Constructs an unlocked mutex that uses the context's executor.
@@ -365,6 +367,7 @@ public:
     void unlock()
     {
         BOOST_ASSERT_MSG(semaphore_.available() == 0, "asio_sync::basic_mutex::unlock of an unlocked mutex");
+        detail::holder_released(&detail::access::entry(semaphore_), 1);
         semaphore_.release(1);
     }
 

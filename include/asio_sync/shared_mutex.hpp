@@ -13,6 +13,7 @@
 #include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
+#include <asio_sync/detail/holder_records.hpp>
 #include <asio_sync/semaphore.hpp>
 #include <asio_sync/wait_observer.hpp>
 
@@ -83,6 +84,7 @@ public:
         : semaphore_(ex, checked(max_readers)), max_readers_(max_readers)
     {
         detail::access::entry(semaphore_).names = {"shared_mutex", "async_lock", this};
+        detail::access::entry(semaphore_).lock_permits = max_readers;
     }
 
     /// Constructs an unlocked mutex that uses the context's executor.
@@ -395,6 +397,7 @@ public:
     {
         BOOST_ASSERT_MSG(semaphore_.available() == 0,
                          "asio_sync::basic_shared_mutex::unlock without the lock");
+        detail::holder_released(&detail::access::entry(semaphore_), max_readers_);
         semaphore_.release(max_readers_);
     }
 
@@ -653,6 +656,7 @@ public:
     {
         BOOST_ASSERT_MSG(semaphore_.available() < max_readers_,
                          "asio_sync::basic_shared_mutex::unlock_shared without a shared lock");
+        detail::holder_released(&detail::access::entry(semaphore_), 1);
         semaphore_.release(1);
     }
 
@@ -665,6 +669,7 @@ public:
     {
         BOOST_ASSERT_MSG(semaphore_.available() == 0,
                          "asio_sync::basic_shared_mutex::downgrade without the lock");
+        detail::holder_released(&detail::access::entry(semaphore_), max_readers_, 1);
         semaphore_.release(max_readers_ - 1);
     }
 

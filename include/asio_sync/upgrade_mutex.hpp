@@ -12,6 +12,7 @@
 
 #include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
+#include <asio_sync/detail/holder_records.hpp>
 #include <asio_sync/detail/upgrade_core.hpp>
 #include <asio_sync/detail/upgrade_lock_op.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
@@ -99,6 +100,7 @@ public:
         : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context))
     {
         impl_.names = {"upgrade_mutex", "async_lock", this};
+        impl_.lock_permits = detail::exclusive_mode; // its modes decide (upgrade_core::excludes)
     }
 
     /// Constructs an unlocked mutex that uses the context's executor.
@@ -1193,7 +1195,13 @@ public:
     ///
     /// @returns true if the caller now holds the exclusive lock; false, with the upgrade lock
     /// still held, otherwise.
-    bool try_upgrade() noexcept { return impl_.core.try_acquire(detail::upgrading_mode); }
+    bool try_upgrade() noexcept
+    {
+        const bool upgraded = impl_.core.try_acquire(detail::upgrading_mode);
+        if (upgraded)
+            detail::holder_released(&impl_, detail::upgrade_mode, detail::exclusive_mode);
+        return upgraded;
+    }
 
     /// Releases the exclusive lock, passing it on to the oldest waiters (their handlers are
     /// posted, never invoked here).
@@ -1202,6 +1210,7 @@ public:
     void unlock()
     {
         BOOST_ASSERT_MSG(impl_.core.writer_held(), "asio_sync::basic_upgrade_mutex::unlock without the lock");
+        detail::holder_released(&impl_, detail::exclusive_mode);
         impl_.release(detail::exclusive_mode);
     }
 
@@ -1213,6 +1222,7 @@ public:
     {
         BOOST_ASSERT_MSG(impl_.core.readers() != 0,
                          "asio_sync::basic_upgrade_mutex::unlock_shared without a shared lock");
+        detail::holder_released(&impl_, detail::shared_mode);
         impl_.release(detail::shared_mode);
     }
 
@@ -1224,6 +1234,7 @@ public:
     {
         BOOST_ASSERT_MSG(impl_.core.upgrade_held(),
                          "asio_sync::basic_upgrade_mutex::unlock_upgrade without the upgrade lock");
+        detail::holder_released(&impl_, detail::upgrade_mode);
         impl_.release(detail::upgrade_mode);
     }
 
@@ -1235,6 +1246,7 @@ public:
     {
         BOOST_ASSERT_MSG(impl_.core.writer_held(),
                          "asio_sync::basic_upgrade_mutex::downgrade without the lock");
+        detail::holder_released(&impl_, detail::exclusive_mode, detail::shared_mode);
         detail::waiter_list done;
         impl_.core.downgrade(detail::shared_mode, done);
         detail::complete_all(done, detail::relation::continuation);
@@ -1248,6 +1260,7 @@ public:
     {
         BOOST_ASSERT_MSG(impl_.core.writer_held(),
                          "asio_sync::basic_upgrade_mutex::downgrade_to_upgrade without the lock");
+        detail::holder_released(&impl_, detail::exclusive_mode, detail::upgrade_mode);
         detail::waiter_list done;
         impl_.core.downgrade(detail::upgrade_mode, done);
         detail::complete_all(done, detail::relation::continuation);
@@ -1263,6 +1276,7 @@ public:
         BOOST_ASSERT_MSG(
             impl_.core.upgrade_held(),
             "asio_sync::basic_upgrade_mutex::unlock_upgrade_and_lock_shared without the upgrade lock");
+        detail::holder_released(&impl_, detail::upgrade_mode, detail::shared_mode);
         detail::waiter_list done;
         impl_.core.downgrade_upgrade(done);
         detail::complete_all(done, detail::relation::continuation);

@@ -41,6 +41,8 @@ public:
 
     event_core<>& core() const noexcept { return impl_->core; }
 
+    service_entry& entry() const noexcept { return *impl_; }
+
     grant_type grant() const noexcept { return {}; }
 
     template <class Handler>

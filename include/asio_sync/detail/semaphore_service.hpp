@@ -32,7 +32,10 @@ struct service_entry
     abort_func abort_waiters; // moves every queued waiter, aborted, to the list
     tracking_names names;     // what Asio's handler tracking calls the primitive and its wait
     std::atomic<wait_observer*> observer{nullptr}; // who is told of its waits (set_observer)
-    service_entry* prev = nullptr;                 // service list, guarded by the service's mutex
+    // For a lock whose coroutine holders the holder registry records: the permits its holders
+    // share (1 for a mutex); 0 for the other primitives.
+    std::size_t lock_permits = 0;
+    service_entry* prev = nullptr; // service list, guarded by the service's mutex
     service_entry* next = nullptr;
     // Null once the context has shut down, so a primitive may outlive its context.
     std::atomic<semaphore_service*> service{nullptr};

@@ -55,6 +55,22 @@ public:
     upgrade_core(const upgrade_core&) = delete;
     upgrade_core& operator=(const upgrade_core&) = delete;
 
+    // Whether a holder of mode `held` that asks for `requested` waits for itself (the holder
+    // registry's check): the writer excludes everything; a reader, the writer and the upgrade; the
+    // upgrade holder, another upgrade lock and the writer (it upgrades instead).
+    static bool excludes(std::size_t held, std::size_t requested) noexcept
+    {
+        switch (held)
+        {
+        case shared_mode:
+            return requested == exclusive_mode || requested == upgrading_mode;
+        case upgrade_mode:
+            return requested == upgrade_mode || requested == exclusive_mode;
+        default:
+            return true;
+        }
+    }
+
     // The largest mode; start_acquire refuses more.
     static constexpr std::size_t capacity() noexcept { return upgrading_mode; }
 

@@ -99,6 +99,8 @@ public:
 
     upgrade_core<>& core() const noexcept { return impl_->core; }
 
+    service_entry& entry() const noexcept { return *impl_; }
+
     const Grant& grant() const noexcept { return grant_; }
 
     template <class Handler>

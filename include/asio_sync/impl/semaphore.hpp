@@ -48,6 +48,8 @@ public:
 
     detail::semaphore_core<>& core() const noexcept { return self_->impl_.core; }
 
+    detail::service_entry& entry() const noexcept { return self_->impl_; }
+
     const Grant& grant() const noexcept { return grant_; }
 
     template <class Handler>
