@@ -11,6 +11,8 @@
 #include "support/event_checks.hpp"
 #include "support/fault_injection.hpp"
 #include "support/handler.hpp"
+#include "support/racing_calls.hpp"
+#include "support/sanitizers.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/bind_allocator.hpp>
@@ -19,12 +21,9 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
-#include <future>
-#include <memory>
 #include <new>
 #include <thread>
 #include <type_traits>
@@ -37,6 +36,7 @@ using asio_sync::test::failing_allocator;
 using asio_sync::test::fault_plan;
 using asio_sync::test::make_record;
 using asio_sync::test::order_log;
+using asio_sync::test::under_tsan;
 using boost::system::error_code;
 
 namespace {
@@ -223,34 +223,81 @@ BOOST_AUTO_TEST_CASE(a_set_that_cannot_be_delivered_stays_for_the_next_wait)
     BOOST_TEST(event.is_set());
 }
 
-// Sets from several threads against waits from several threads: every wait completes once, and
-// no set is given to two waiters: exactly as many waits succeed as sets were consumed.
+// Sets from several threads against waits from several threads: every wait completes once, no
+// set is given to two waiters, and once everything has run no wait is queued on a set event. The
+// sets made then, one at a time, release the waits still queued, exactly one each.
 BOOST_AUTO_TEST_CASE(sets_and_waits_from_many_threads_pair_up_exactly)
 {
     constexpr int waits = 2000;
+    asio::io_context handlers(1);
     asio::thread_pool pool(4);
     auto_reset_event event(pool.get_executor());
-    std::atomic<int> successes{0};
-    std::atomic<int> completions{0};
+    int successes = 0;
+    int completions = 0;
+    std::atomic<int> calls{0};
     for (int i = 0; i < waits; ++i)
     {
         asio::post(pool, [&] {
-            event.async_wait([&](error_code ec) {
+            event.async_wait(asio::bind_executor(handlers, [&](error_code ec) {
                 successes += !ec;
                 ++completions;
-            });
+            }));
+            ++calls;
         });
-        asio::post(pool, [&] { event.set(); });
+        asio::post(pool, [&] {
+            event.set();
+            ++calls;
+        });
     }
-    // Sets may have saturated while nobody waited; keep setting until every wait got one.
-    while (successes.load() != waits)
+    // Not pool.join(): the waits still queued keep work on the pool.
+    while (calls.load() != 2 * waits)
+        std::this_thread::yield();
+    drain(handlers);
+    BOOST_TEST(completions == successes);
+    BOOST_TEST(!(successes < waits && event.is_set())); // a wait queued on a set event
+    for (int queued = waits - successes; queued > 0; --queued)
     {
         event.set();
-        std::this_thread::yield();
+        drain(handlers);
     }
     pool.join();
-    BOOST_TEST(completions.load() == waits);
-    BOOST_TEST(successes.load() == waits);
+    BOOST_TEST(completions == waits);
+    BOOST_TEST(successes == waits);
+    BOOST_TEST(!event.is_set());
+}
+
+// Two sets at once, with 0, 1 or 2 waits queued: each set releases one queued wait, and a set
+// that finds none leaves the event set. Counted every round: a set refused while the other one's
+// hand-off was under way would leave a wait queued on a clear event.
+BOOST_AUTO_TEST_CASE(two_sets_at_once_each_release_one_queued_wait)
+{
+    const long rounds = under_tsan ? 1000 : 5000;
+    for (int queued = 0; queued <= 2; ++queued)
+    {
+        asio::io_context ctx(1);
+        auto_reset_event event(ctx);
+        int successes = 0;
+        long wrong = 0;
+        asio_sync::test::race_calls(
+            rounds,
+            [&] {
+                for (int i = 0; i < queued; ++i)
+                    event.async_wait([&](error_code ec) { successes += !ec; });
+            },
+            [&] { event.set(); }, [&] { event.set(); },
+            [&] {
+                drain(ctx);
+                wrong += successes != queued || event.is_set() != (queued < 2);
+                successes = 0;
+                event.cancel();
+                event.reset();
+                drain(ctx);
+            });
+        BOOST_TEST_CONTEXT(queued << " waits queued")
+        {
+            BOOST_TEST(wrong == 0);
+        }
+    }
 }
 
 // A wait cancelled from its strand while another thread sets: exactly one of the two gets the

@@ -24,17 +24,20 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <shared_mutex>
 #include <stdexcept>
 #include <type_traits>
@@ -45,6 +48,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #endif
 
@@ -386,6 +390,40 @@ BOOST_AUTO_TEST_CASE(the_relock_is_submitted_not_invoked)
     BOOST_TEST(out->calls == 1);
 }
 
+// A handler that could also be called with no arguments (a variadic lambda), returning nothing or
+// a bool, is a completion handler: the wait gives the mutex up and the handler gets the error code.
+BOOST_AUTO_TEST_CASE(a_variadic_lambda_is_a_completion_handler_not_a_predicate)
+{
+    waiters w;
+    int calls = 0;
+    error_code last = asio::error::fault;
+    lock_type& first = w.lock();
+    w.cv.async_wait(first, [&](auto&&... ec) {
+        ++calls;
+        ((last = ec), ...);
+    });
+    BOOST_TEST(!first.owns_lock()); // a plain wait: it gave the mutex up
+    w.cv.notify_one();
+    drain(w.ctx);
+    BOOST_TEST(calls == 1);
+    BOOST_TEST(!last);
+    BOOST_TEST(first.owns_lock());
+    first.unlock();
+
+    lock_type& second = w.lock();
+    w.cv.async_wait(second, [&](auto&&... ec) {
+        ++calls;
+        ((last = ec), ...);
+        return true;
+    });
+    BOOST_TEST(!second.owns_lock());
+    w.cv.cancel();
+    drain(w.ctx);
+    BOOST_TEST(calls == 2);
+    BOOST_TEST(last == asio::error::operation_aborted);
+    BOOST_TEST(second.owns_lock());
+}
+
 BOOST_AUTO_TEST_CASE(a_predicate_true_at_the_call_completes_without_unlocking)
 {
     waiters w;
@@ -452,6 +490,162 @@ BOOST_AUTO_TEST_CASE(a_cancelled_predicate_wait_completes_holding_the_lock)
     BOOST_TEST(lock.owns_lock());
 }
 
+namespace {
+
+// How a predicate wait is ended from outside, and where it is then: queued; notified and
+// relocking (the mutex held elsewhere); or evaluating its predicate again (from inside it).
+enum class ending
+{
+    terminal,
+    partial,
+    total,
+    cancel_call,
+    destruction,
+};
+
+enum class phase
+{
+    queued,
+    relocking,
+    evaluating,
+};
+
+const char* name(ending how)
+{
+    static const char* const names[] = {"terminal", "partial", "total", "cancel()", "destruction"};
+    return names[static_cast<int>(how)];
+}
+
+const char* name(phase where)
+{
+    static const char* const names[] = {"queued", "relocking", "evaluating its predicate"};
+    return names[static_cast<int>(where)];
+}
+
+asio::cancellation_type cancellation_of(ending how)
+{
+    switch (how)
+    {
+    case ending::terminal:
+        return asio::cancellation_type::terminal;
+    case ending::partial:
+        return asio::cancellation_type::partial;
+    default:
+        return asio::cancellation_type::total;
+    }
+}
+
+} // namespace
+
+// Per-operation cancellation of each type, cancel() and the destruction of the condition variable
+// end a predicate wait whose predicate stays false in every phase: while it is queued, while a
+// notified round waits to relock, and while it evaluates its predicate. Each time the handler runs
+// once, with operation_aborted, holding the lock; the predicate is not evaluated after the
+// cancellation; cancel() counts the wait; and nothing is left queued. (A round that queued again
+// regardless used to swallow the cancellation, and to queue on a destroyed condition variable.)
+BOOST_AUTO_TEST_CASE(a_predicate_wait_is_ended_in_every_phase)
+{
+    for (const phase where : {phase::queued, phase::relocking, phase::evaluating})
+        for (const ending how :
+             {ending::terminal, ending::partial, ending::total, ending::cancel_call, ending::destruction})
+            BOOST_TEST_CONTEXT(name(how) << " while " << name(where))
+            {
+                asio::io_context ctx;
+                asio_sync::mutex mutex(ctx);
+                auto cv = std::make_unique<condition_variable>(ctx);
+                asio::cancellation_signal signal;
+                std::size_t counted = 0;
+                const auto end_the_wait = [&] {
+                    if (how == ending::cancel_call)
+                        counted = cv->cancel();
+                    else if (how == ending::destruction)
+                        cv.reset();
+                    else
+                        signal.emit(cancellation_of(how));
+                };
+                BOOST_TEST_REQUIRE(mutex.try_lock());
+                lock_type lock(mutex, std::adopt_lock);
+                int evaluations = 0;
+                auto [out, handler] = make_record();
+                cv->async_wait(
+                    lock,
+                    [&] {
+                        if (++evaluations == 2 && where == phase::evaluating)
+                            end_the_wait();
+                        return false;
+                    },
+                    asio::bind_cancellation_slot(signal.slot(), handler));
+                if (where == phase::queued)
+                    end_the_wait();
+                else
+                {
+                    BOOST_TEST_REQUIRE(mutex.try_lock()); // the relock waits for this holder
+                    cv->notify_one();
+                    drain(ctx);
+                    if (where == phase::relocking)
+                        end_the_wait();
+                    mutex.unlock();
+                }
+                drain(ctx);
+                BOOST_TEST(out->calls == 1);
+                BOOST_TEST((out->ec == error_code(asio::error::operation_aborted)));
+                BOOST_TEST(lock.owns_lock());
+                BOOST_TEST(evaluations == (where == phase::evaluating ? 2 : 1));
+                if (how == ending::cancel_call)
+                    BOOST_TEST(counted == 1u);
+                if (cv)
+                    BOOST_TEST(cv->cancel() == 0u); // also cleans up after a failure
+                drain(ctx);
+            }
+}
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+// A predicate wait raced against a timer with `||` times out also when the deadline comes while
+// a notified round waits to relock, its predicate still false: the timer wins, and the coroutine
+// holds the lock again.
+BOOST_AUTO_TEST_CASE(a_predicate_wait_raced_against_a_timer_times_out_while_it_relocks)
+{
+    using namespace asio::experimental::awaitable_operators;
+    waiters w;
+    std::optional<std::size_t> winner;
+    bool owned = false;
+    int evaluations = 0;
+    asio::co_spawn(
+        w.ctx,
+        [&]() -> asio::awaitable<void> {
+            lock_type lock = co_await w.mutex.async_scoped_lock(asio::use_awaitable);
+            asio::steady_timer timer(w.ctx, std::chrono::milliseconds(20));
+            auto result = co_await (w.cv.async_wait(
+                                        lock,
+                                        [&] {
+                                            ++evaluations;
+                                            return false;
+                                        },
+                                        asio::use_awaitable) ||
+                                    timer.async_wait(asio::use_awaitable));
+            winner = result.index();
+            owned = lock.owns_lock();
+        },
+        asio::detached);
+    drain(w.ctx);
+    // The wait gave the mutex up. Held here, it keeps the notified round relocking until the
+    // deadline has passed: the timer's expiry is all there is left to run.
+    BOOST_TEST_REQUIRE(w.mutex.try_lock());
+    w.cv.notify_one();
+    w.ctx.restart();
+    w.ctx.run_one();
+    drain(w.ctx);
+    w.mutex.unlock();
+    drain(w.ctx);
+    BOOST_TEST_REQUIRE(winner.has_value());
+    BOOST_TEST(*winner == 1u);
+    BOOST_TEST(owned);
+    BOOST_TEST(evaluations == 1);
+    w.cv.cancel(); // after a failure, ends the coroutine before the mutex goes
+    drain(w.ctx);
+}
+#endif
+
 // A predicate that throws in a later round: the exception leaves through the handler's executor
 // (here, poll), the handler is destroyed without being invoked, and the lock owns the mutex.
 BOOST_AUTO_TEST_CASE(a_predicate_that_throws_later_leaves_the_lock_held)
@@ -477,6 +671,37 @@ BOOST_AUTO_TEST_CASE(a_predicate_that_throws_later_leaves_the_lock_held)
     BOOST_TEST(calls == 0);
     BOOST_TEST(lock.owns_lock());
 }
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+// A predicate that throws at its first evaluation, awaited with use_awaitable or
+// as_tuple(use_awaitable): the exception comes out of the co_await, the lock held, and the
+// coroutine goes on; it does not escape the executor's run() while the coroutine stays suspended.
+BOOST_AUTO_TEST_CASE(a_predicate_that_throws_at_once_reaches_the_awaiting_coroutine)
+{
+    waiters w;
+    int caught = 0;
+    int held = 0;
+    const auto wait = [&](auto token) -> asio::awaitable<void> {
+        lock_type lock = co_await w.mutex.async_scoped_lock(asio::use_awaitable);
+        try
+        {
+            co_await w.cv.async_wait(
+                lock, []() -> bool { throw std::runtime_error("predicate"); }, token);
+        }
+        catch (const std::runtime_error&)
+        {
+            ++caught;
+            held += lock.owns_lock();
+        }
+    };
+    asio::co_spawn(w.ctx, wait(asio::use_awaitable), asio::detached);
+    asio::co_spawn(w.ctx, wait(asio::as_tuple(asio::use_awaitable)), asio::detached);
+    BOOST_CHECK_NO_THROW(drain(w.ctx));
+    BOOST_TEST(caught == 2);
+    BOOST_TEST(held == 2);
+    BOOST_TEST(w.mutex.try_lock()); // each coroutine's lock unlocked at its end
+}
+#endif
 
 // With a shared_mutex, a shared_lock waits and relocks in shared mode, a unique_lock exclusively.
 BOOST_AUTO_TEST_CASE(works_with_a_shared_mutex_in_either_mode)

@@ -5,8 +5,9 @@
 
 // The broadcast engine of manual_reset_event under the interleaving checker: every interleaving
 // of its shared-memory steps, with waits, sets, resets and cancellations on separate threads. The
-// same engine queues condition_variable's waits, which notify_one grants one at a time, and
-// latch's, which the count_down that brings its count (latch_count) to zero sets.
+// same engine queues condition_variable's waits, which notify_one grants one at a time (and its
+// predicate waits, which queue again between rounds), and latch's, which the count_down that
+// brings its count (latch_count) to zero sets.
 
 #define BOOST_TEST_MODULE event_core
 #include <boost/test/unit_test.hpp>
@@ -37,14 +38,18 @@ namespace {
 // every waiter completed once, except one still queued while the event is clear; none is queued
 // while the event is set (a lost wake-up); and once a condition variable's state was made ready
 // and notified, a waiter still queued means another was granted (else the notification was lost);
-// a latch's count lost no count_down, and reached zero in exactly one.
+// a latch's count lost no count_down, and reached zero in exactly one; a predicate wait that a
+// cancellation reached after it started completed once, aborted; and every cancellation that
+// reported success (cancel(), per operation, or every wait cancel_all() counted) ended one wait,
+// aborted.
 class scripted : public dsched::scripted_scenario<scripted>
 {
 public:
     scripted(bool initially_set, std::size_t waiters, std::vector<script> scripts,
              std::size_t latch_count = 0)
         : scripted_scenario(std::move(scripts)), core_(initially_set), is_latch_(latch_count != 0),
-          latch_count_(latch_count), latch_left_(latch_count), waiters_(waiters), skipped_(waiters)
+          latch_count_(latch_count), latch_left_(latch_count), waiters_(waiters), skipped_(waiters),
+          started_(waiters), must_abort_(waiters)
     {
     }
 
@@ -74,7 +79,42 @@ public:
         user_mutex_.lock();
         ready_ = true;
         user_mutex_.unlock();
+        notify_one();
+    }
+
+    void notify_one()
+    {
         finish([&](waiter_list& done) { core_.grant_first(done); });
+    }
+
+    // A condition variable's wait with the predicate `ready_`, as predicate_wait_op runs it: it
+    // queues under the caller's lock unless the state is ready, and each round that ends relocks
+    // (here on the thread that ended it), evaluates the predicate unless a cancellation came, and
+    // queues again or ends (see end_of_round).
+    void predicate_wait(std::size_t i)
+    {
+        waiters_[i].repeats = true;
+        wait_unless_ready(i);
+        started_[i] = !skipped_[i];
+    }
+
+    // A per-operation cancellation of wait i, which it must end if the wait has started.
+    void cancel_after_start(std::size_t i)
+    {
+        if (started_[i])
+            must_abort_[i] = true;
+        cancel(i);
+    }
+
+    // cancel(): it must end every predicate wait that has started and not completed yet.
+    void cancel_all()
+    {
+        for (std::size_t i = 0; i < waiters_.size(); ++i)
+            if (started_[i] && waiters_[i].completions == 0)
+                must_abort_[i] = true;
+        finish([&](waiter_list& done) {
+            cancel_alls_counted_ += core_.abort_all(waiter_outcome::aborted, done);
+        });
     }
 
     void set()
@@ -95,7 +135,9 @@ public:
     }
     void cancel(std::size_t i)
     {
-        finish([&](waiter_list& done) { core_.cancel(&waiters_[i].handle, waiter_outcome::aborted, done); });
+        finish([&](waiter_list& done) {
+            cancelled_ += core_.cancel(&waiters_[i].handle, waiter_outcome::aborted, done);
+        });
     }
 
     // A timed wait's timer expiring.
@@ -113,6 +155,16 @@ public:
 
     void check_end() override
     {
+        std::size_t aborted = 0;
+        for (std::size_t i = 0; i < waiters_.size(); ++i)
+        {
+            const waiter& x = waiters_[i];
+            if (must_abort_[i] && (x.completions != 1 || x.result != waiter_outcome::aborted))
+                fail("a predicate wait outlived its cancellation");
+            aborted += x.result == waiter_outcome::aborted;
+        }
+        if (aborted != cancelled_ + cancel_alls_counted_)
+            fail("the cancellations that reported success did not end as many waits");
         bool queued = false;
         bool granted = false;
         for (std::size_t i = 0; i < waiters_.size(); ++i)
@@ -144,7 +196,23 @@ private:
     template <class Step>
     void finish(Step step)
     {
-        asio_sync::test::finish(step, [](waiter& x, waiter_outcome why) { x.complete(why); });
+        asio_sync::test::finish(step, [&](waiter& x, waiter_outcome why) {
+            if (x.repeats && why == waiter_outcome::granted)
+                end_of_round(x);
+            else
+                x.complete(why);
+        });
+    }
+
+    // A predicate wait was notified: what its relock's completion does.
+    void end_of_round(waiter& x)
+    {
+        user_mutex_.lock();
+        const bool again = !core_.round_cancelled(x) && !ready_;
+        const waiter_outcome ended = core_.end_round(x, again);
+        user_mutex_.unlock();
+        if (ended != waiter_outcome::pending)
+            x.complete(ended);
     }
 
     checked_core core_;
@@ -155,7 +223,11 @@ private:
     dsched::mutex user_mutex_; // the caller's asio_sync::mutex
     bool ready_ = false;       // the condition variable's state, guarded by user_mutex_
     std::vector<waiter> waiters_;
-    std::vector<bool> skipped_; // waits that found the state ready and did not queue
+    std::vector<bool> skipped_;           // waits that found the state ready and did not queue
+    std::vector<bool> started_;           // predicate waits past their initiation
+    std::vector<bool> must_abort_;        // predicate waits a cancellation reached after they started
+    std::size_t cancelled_ = 0;           // per-operation cancellations that reported success
+    std::size_t cancel_alls_counted_ = 0; // what cancel_all() returned, in all
 };
 
 dsched::exploration explore(bool initially_set, std::size_t waiters, std::vector<scripted::script> scripts,
@@ -266,6 +338,36 @@ BOOST_AUTO_TEST_CASE(count_down_racing_a_cancellation)
                     },
                     [](scripted& s) { s.count_down(1); }, [](scripted& s) { s.count_down(1); }},
                    2));
+}
+
+// A predicate wait whose state is never ready, notified while a per-operation cancellation races:
+// the cancellation finds it queued, relocking, or evaluating its predicate, and in every case ends
+// it, once, aborted: none swallows it by queueing again.
+BOOST_AUTO_TEST_CASE(predicate_wait_cancelled_in_any_phase)
+{
+    report("predicate_wait_cancelled_in_any_phase",
+           explore(false, 1,
+                   {[](scripted& s) { s.predicate_wait(0); }, [](scripted& s) { s.notify_one(); },
+                    [](scripted& s) { s.cancel_after_start(0); }}));
+}
+
+// A per-operation cancellation racing the notification that makes the predicate true: the wait
+// ends once, aborted (the cancellation reported success) or granted, never left queued.
+BOOST_AUTO_TEST_CASE(predicate_wait_made_ready_vs_cancellation)
+{
+    report("predicate_wait_made_ready_vs_cancellation",
+           explore(false, 1,
+                   {[](scripted& s) { s.predicate_wait(0); },
+                    [](scripted& s) { s.make_ready_and_notify_one(); }, [](scripted& s) { s.cancel(0); }}));
+}
+
+// The same with cancel(): once the wait has started, cancel() counts it and ends it, in any phase.
+BOOST_AUTO_TEST_CASE(predicate_wait_vs_notify_vs_cancel_all)
+{
+    report("predicate_wait_vs_notify_vs_cancel_all",
+           explore(false, 1,
+                   {[](scripted& s) { s.predicate_wait(0); }, [](scripted& s) { s.notify_one(); },
+                    [](scripted& s) { s.cancel_all(); }}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,6 +4,9 @@
 // file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
 
 #define BOOST_TEST_MODULE gate
+// The library's debug assertions call boost::assertion_failed_msg below, so that a test can see one
+// fire.
+#define BOOST_ENABLE_ASSERT_HANDLER
 #include <boost/test/unit_test.hpp>
 
 #include <asio_sync/gate.hpp>
@@ -27,6 +30,9 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <new>
@@ -42,6 +48,37 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #endif
+
+namespace {
+
+// The message of the one assertion a test expects to fire, and how often it did; any other
+// assertion aborts, as it would without the handler.
+const char* expected_assertion = nullptr;
+int expected_assertions_fired = 0;
+
+} // namespace
+
+namespace boost {
+
+void assertion_failed_msg(const char* expr, const char* msg, const char* function, const char* file,
+                          long line)
+{
+    if (expected_assertion && msg && std::strcmp(msg, expected_assertion) == 0)
+    {
+        ++expected_assertions_fired;
+        return;
+    }
+    std::fprintf(stderr, "%s:%ld: %s: assertion '%s' failed: %s\n", file, line, function, expr,
+                 msg ? msg : "");
+    std::abort();
+}
+
+void assertion_failed(const char* expr, const char* function, const char* file, long line)
+{
+    assertion_failed_msg(expr, nullptr, function, file, line);
+}
+
+} // namespace boost
 
 namespace {
 
@@ -109,6 +146,34 @@ BOOST_AUTO_TEST_CASE(construction_and_observers)
     static_assert(std::is_nothrow_move_assignable_v<gate::guard>);
     static_assert(!std::is_convertible_v<gate::guard, bool>);
 }
+
+#if !defined(NDEBUG)
+// A gate destroyed while a guard lives would be reached by that guard's release: debug builds
+// assert, as Seastar's gate does. The gate and the guard live in storage of the test's, and the
+// guard is never released.
+BOOST_AUTO_TEST_CASE(destroying_a_gate_while_a_guard_lives_asserts_in_debug_builds)
+{
+    asio::io_context ctx;
+    alignas(gate) unsigned char gate_storage[sizeof(gate)];
+    alignas(gate::guard) unsigned char guard_storage[sizeof(gate::guard)];
+    gate* g = new (gate_storage) gate(ctx);
+    new (guard_storage) gate::guard(g->try_enter());
+    expected_assertion = "asio_sync::basic_gate destroyed while a guard is alive";
+    g->~gate();
+    expected_assertion = nullptr;
+    BOOST_TEST(expected_assertions_fired == 1);
+
+    // Without a guard, or once it is released, nothing fires.
+    expected_assertions_fired = 0;
+    expected_assertion = "asio_sync::basic_gate destroyed while a guard is alive";
+    {
+        gate released(ctx);
+        released.try_enter().release();
+    }
+    expected_assertion = nullptr;
+    BOOST_TEST(expected_assertions_fired == 0);
+}
+#endif
 
 BOOST_AUTO_TEST_CASE(guards_count_the_tasks_in_flight)
 {

@@ -898,6 +898,66 @@ std::unique_ptr<scripted<Core>> bounded_reduce_vs_oversized_acquire()
         });
 }
 
+// An auto_reset_event with two waits queued: a semaphore bounded at 1 that holds nothing, two plain
+// acquires of 1 queued.
+template <class Core>
+void two_waits_queued(harness<Core>& s)
+{
+    s.acquire(s.w(0), 1);
+    s.acquire(s.w(1), 1);
+}
+
+// Two sets of that event (plain releases of permits nobody held) racing. Neither is refused: each
+// hands its permit to a waiter, which takes it out of circulation again, and neither decides while
+// the other's hand-off has yet to give that room back.
+template <class Core>
+std::unique_ptr<scripted<Core>> bounded_two_releases_vs_two_queued_acquires()
+{
+    using h = harness<Core>;
+    return std::make_unique<scripted<Core>>(
+        config{.waiters = 2, .bound = 1}, bodies<Core>{[](h& s) { s.give(1); }, [](h& s) { s.give(1); }},
+        [](h& s) {
+            if (s.refused() != 0)
+                s.fail("a release was refused although a waiter was queued for it");
+            if (!s.w(0).granted() || !s.w(1).granted())
+                s.fail("each release should complete one waiter");
+        },
+        &two_waits_queued<Core>);
+}
+
+// The same while the first waiter is cancelled: a set is never refused, the second waiter gets one
+// and a set the cancelled waiter did not take stays in the counter.
+template <class Core>
+std::unique_ptr<scripted<Core>> bounded_two_releases_vs_a_cancelled_queued_acquire()
+{
+    using h = harness<Core>;
+    return std::make_unique<scripted<Core>>(
+        config{.waiters = 2, .bound = 1},
+        bodies<Core>{[](h& s) { s.give(1); }, [](h& s) { s.give(1); }, [](h& s) { s.cancel(s.w(0)); }},
+        [](h& s) {
+            if (s.refused() != 0 || !s.w(1).granted())
+                s.fail("no release should be refused, and the second waiter should have a permit");
+            if (s.core().available() != (s.w(0).granted() ? 0u : 1u))
+                s.fail("the permit the cancelled waiter did not take should be in the counter");
+        },
+        &two_waits_queued<Core>);
+}
+
+// The same with a permit acquire queued first: the permit it receives stays in circulation, so of
+// two releases racing exactly one fits, whichever comes first.
+template <class Core>
+std::unique_ptr<scripted<Core>> bounded_two_releases_vs_a_queued_permit_acquire()
+{
+    using h = harness<Core>;
+    return std::make_unique<scripted<Core>>(
+        config{.waiters = 1, .bound = 1}, bodies<Core>{[](h& s) { s.give(1); }, [](h& s) { s.give(1); }},
+        [](h& s) {
+            if (s.refused() != 1 || !s.w(0).granted())
+                s.fail("one release should reach the permit acquire, the other be refused");
+        },
+        [](h& s) { s.acquire_permit(s.w(0), 1); });
+}
+
 // Time limits expiring as the permits arrive, on a bounded semaphore: a permit acquire of 2 that
 // collected 1, a plain acquire of 1 behind it, a plain release of 1. Each timed waiter has exactly
 // one outcome; a timed-out head's permit goes to the waiter behind (the step and end checks
@@ -1013,15 +1073,19 @@ std::unique_ptr<scripted<Core>> random_bounded_mix()
 
 enum class bug
 {
-    separate_waiters_flag,  // the seeds' "has waiters" boolean beside the counter: lost wake-up
-    leak_on_cancel,         // a cancelled waiter keeps what it collected
-    add_then_serve,         // release adds to the counter, then serves waiters under the lock: barging
-    serve_before_debt,      // permits flowing back serve the waiters first, the debt with what is left
-    forget_drops_closed,    // forget_permits writes a word computed from the count alone: no closed flag
-    timeout_trusts_waiter,  // cancel does not check that the waiter is still queued: a timeout racing a
-                            // grant completes it again and hands its permits on a second time
-    room_read_then_written, // release reads the room under the bound, then writes it back lowered (not
-                            // one atomic step): two releases both pass the check
+    separate_waiters_flag,       // the seeds' "has waiters" boolean beside the counter: lost wake-up
+    leak_on_cancel,              // a cancelled waiter keeps what it collected
+    add_then_serve,              // release adds to the counter, then serves waiters under the lock: barging
+    serve_before_debt,           // permits flowing back serve the waiters first, the debt with what is left
+    forget_drops_closed,         // forget_permits writes a word computed from the count alone: no closed flag
+    timeout_trusts_waiter,       // cancel does not check that the waiter is still queued: a timeout racing a
+                                 // grant completes it again and hands its permits on a second time
+    room_read_then_written,      // release reads the room under the bound, then writes it back lowered
+                                 // (not one atomic step): two releases both pass the check
+    room_taken_before_the_mutex, // release takes its room lock-free, then hands its permits off under
+                                 // the mutex: a second release in between finds the room the first
+                                 // one's plain acquires have not given back yet (an auto_reset_event's
+                                 // lost set)
 };
 
 // A semaphore with the same interface as semaphore_core, written the naive way, plus one bug. The
@@ -1101,14 +1165,18 @@ public:
                 return false;
             room_.store(room - n);
         }
+        else if (bounded_ && Bug == bug::room_taken_before_the_mutex)
+        {
+            if (!take_room(n))
+                return false;
+        }
         else if (bounded_)
         {
-            std::size_t room = room_.load();
-            do
-            {
-                if (room < n)
-                    return false;
-            } while (!room_.compare_exchange_weak(room, room - n));
+            std::lock_guard<dsched::mutex> lock(mutex_);
+            if (!take_room(n))
+                return false;
+            serve(n, done);
+            return true;
         }
         deposit(n, done);
         return true;
@@ -1219,6 +1287,17 @@ private:
     broken_core(std::size_t initial, std::size_t bound, bool bounded)
         : word_(initial << 1), bound_(bound), bounded_(bounded), room_(bound - initial)
     {
+    }
+
+    bool take_room(std::size_t n)
+    {
+        std::size_t room = room_.load();
+        do
+        {
+            if (room < n)
+                return false;
+        } while (!room_.compare_exchange_weak(room, room - n));
+        return true;
     }
 
     void deposit(std::size_t n, waiter_list& done)
@@ -1370,6 +1449,9 @@ ASIO_SYNC_EXHAUSTIVE(bounded_releases_vs_permit_forget)
 ASIO_SYNC_EXHAUSTIVE(bounded_capacity_changes_keep_the_room)
 ASIO_SYNC_EXHAUSTIVE(bounded_permit_returns_vs_reduce_vs_queued_acquire)
 ASIO_SYNC_EXHAUSTIVE(bounded_reduce_vs_oversized_acquire)
+ASIO_SYNC_EXHAUSTIVE(bounded_two_releases_vs_two_queued_acquires)
+ASIO_SYNC_EXHAUSTIVE(bounded_two_releases_vs_a_cancelled_queued_acquire)
+ASIO_SYNC_EXHAUSTIVE(bounded_two_releases_vs_a_queued_permit_acquire)
 ASIO_SYNC_EXHAUSTIVE(timeout_vs_grant)
 ASIO_SYNC_EXHAUSTIVE(close_vs_forget_vs_reduce)
 
@@ -1428,6 +1510,13 @@ BOOST_AUTO_TEST_CASE(checker_catches_plain_releases_passing_the_bound_together)
                   &::bounded_releases_vs_permit_forget<broken_core<bug::room_read_then_written>>);
 }
 
+BOOST_AUTO_TEST_CASE(checker_catches_a_release_refused_during_another_ones_hand_off)
+{
+    expect_caught(
+        "room taken before the mutex",
+        &::bounded_two_releases_vs_two_queued_acquires<broken_core<bug::room_taken_before_the_mutex>>);
+}
+
 // The broken variants are otherwise sound: without its bug the naive design passes a scenario
 // that does not exercise it, so each failure above is the bug's and not the harness's.
 BOOST_AUTO_TEST_CASE(broken_variants_pass_where_their_bug_is_not_exercised)
@@ -1441,6 +1530,9 @@ BOOST_AUTO_TEST_CASE(broken_variants_pass_where_their_bug_is_not_exercised)
                 &::add_vs_cancel_of_a_partial_head_in_debt<broken_core<bug::timeout_trusts_waiter>>);
     expect_pass("room_read_then_written, one plain release",
                 &::bounded_acquire_release_vs_permit_return<broken_core<bug::room_read_then_written>>);
+    expect_pass(
+        "room_taken_before_the_mutex, nothing leaves circulation",
+        &::bounded_two_releases_vs_a_queued_permit_acquire<broken_core<bug::room_taken_before_the_mutex>>);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

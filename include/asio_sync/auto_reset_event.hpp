@@ -31,8 +31,8 @@ namespace asio_sync {
 /// built on one: every guarantee of the semaphore holds for `async_wait` as for `async_acquire(1)`
 /// (FIFO, never inline, never under the lock, per-operation cancellation, the **Faults** rule:
 /// the set of a completion that cannot be delivered passes to the next waiter or stays, context
-/// shutdown, allocation only with the handler's allocator). `is_set`, `reset`, a wait on a set
-/// event and a `set` while nobody waits are lock-free.
+/// shutdown, allocation only with the handler's allocator). `is_set`, `reset` and a wait on a set
+/// event are lock-free; `set` takes the internal lock for a moment (see `set`).
 ///
 /// **Memory ordering.** Everything a thread did before `set()` happens-before the completion of
 /// the wait that this set lets through (or the `reset()` that clears it).
@@ -87,14 +87,17 @@ public:
     basic_auto_reset_event& operator=(const basic_auto_reset_event&) = delete;
 
     /// Destroys the event. Queued waits complete with `boost::asio::error::operation_aborted`
-    /// (posted, oldest first); none is invoked inside the destructor.
+    /// (posted, oldest first); none is invoked inside the destructor. No cancellation signal bound
+    /// to one of its waits may be emitted after this.
     ~basic_auto_reset_event() = default;
 
     /// Returns the executor associated with the event.
     const executor_type& get_executor() const noexcept { return signal_.get_executor(); }
 
     /// Sets the event: completes the oldest queued wait, or, if nobody waits, leaves the event set
-    /// for the next wait. Setting a set event does nothing.
+    /// for the next wait. Setting a set event does nothing. Sets made at the same time from other
+    /// threads are decided one after the other under the internal lock, so each of them that finds
+    /// a wait queued completes one.
     void set() noexcept { signal_.try_release(1); }
 
     /// Clears the event if it is set. Lock-free.
@@ -126,6 +129,13 @@ public:
     /// `operation_aborted` (the set passed to the next waiter, or the event stays set). A wait
     /// decided at initiation is not cancellable.
     ///
+    /// Racing the wait against a timer with `||` (Asio's awaitable operators) can lose a set: when
+    /// the wait takes a set just as the timer wins, `||` reports the timer and discards the wait's
+    /// success, and the event is clear although nobody acted on the set.
+    /// `basic_semaphore::async_acquire` has the same hazard (see the FAQ).
+    /// `experimental::make_parallel_group` with `wait_for_one` hands its handler the wait's own
+    /// result instead: a wait that succeeded took the set, to act on or to put back with `set()`.
+    ///
     /// @par Executor
     /// As `basic_semaphore::async_acquire`: the handler is submitted to its associated executor
     /// (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work tracked
@@ -138,6 +148,12 @@ public:
     /// .
     /// If the completion of a wait decided at once cannot be submitted, this function throws what
     /// the executor or allocator threw, and the event is set again.
+    ///
+    /// @par Object lifetimes
+    /// The event must exist for the whole call; afterwards it may be destroyed while the wait is
+    /// queued, which then completes with `operation_aborted`. A cancellation signal bound to the
+    /// operation must not be emitted after the event is destroyed: its cancellation handler refers
+    /// to the event (the behaviour is undefined).
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function.

@@ -40,10 +40,14 @@ namespace asio_sync {
 /// complete successfully, then the exception propagates out of the call that made the last
 /// arrival; an `async_arrive_and_wait` that throws this way never invokes its own handler (its
 /// arrival has counted). A coroutine awaiting with `use_awaitable` or `as_tuple(use_awaitable)`
-/// gets the exception from its `co_await`. Two phases complete one after the other, but their
-/// completion functions may overlap if an arrival of the next phase comes from a thread other
-/// than the one running the function (only possible with arrivals that do not wait, or with one
-/// participant).
+/// gets the exception from its `co_await`; one awaiting a `deferred` operation does not: that
+/// arrival starts once the coroutine has suspended, and the exception propagates from the
+/// executor that resumed it (out of its `run()`), the coroutine destroyed without resuming, as
+/// with any initiating function that throws there. `std::barrier` requires a completion function
+/// that does not throw; a throwing one is best kept to `use_awaitable` and plain handlers. Two
+/// phases complete one after the other, but their completion functions may overlap if an arrival
+/// of the next phase comes from a thread other than the one running the function (only possible
+/// with arrivals that do not wait, or with one participant).
 ///
 /// **Completion.** A handler is never invoked from inside an arrival, `cancel` or the
 /// destructor, and never while the barrier's internal lock is held. It runs through its
@@ -69,8 +73,9 @@ namespace asio_sync {
 /// the phase.
 ///
 /// **Lifetime.** The barrier must outlive any call on it; destroying it aborts the arrivals still
-/// waiting. It may outlive its execution context: context shutdown destroys the waiting
-/// arrivals' handlers without invoking them.
+/// waiting, and no cancellation signal bound to one of them may be emitted afterwards. It may
+/// outlive its execution context: context shutdown destroys the waiting arrivals' handlers
+/// without invoking them.
 ///
 /// **Not copyable, not movable:** queued operations refer to the barrier by address.
 ///
@@ -131,7 +136,8 @@ public:
     basic_barrier& operator=(const basic_barrier&) = delete;
 
     /// Destroys the barrier. Waiting arrivals complete with `boost::asio::error::operation_aborted`
-    /// (posted, oldest first); none is invoked inside the destructor.
+    /// (posted, oldest first); none is invoked inside the destructor. No cancellation signal bound
+    /// to one of its arrivals may be emitted after this.
     ~basic_barrier() = default;
 
     /// Returns the executor associated with the barrier.
@@ -197,7 +203,9 @@ public:
     ///
     /// @par Object lifetimes
     /// The barrier must exist for the whole call; afterwards it may be destroyed while the
-    /// arrival waits, which then completes with `operation_aborted`.
+    /// arrival waits, which then completes with `operation_aborted`. A cancellation signal bound
+    /// to the operation must not be emitted after the barrier is destroyed: its cancellation
+    /// handler refers to the barrier (the behaviour is undefined).
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function.

@@ -21,6 +21,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -52,6 +53,12 @@ namespace asio_sync {
 /// the mutex aborts the relock (its `cancel()`, or its destruction), the handler receives
 /// `operation_aborted` and `lock` does not own the mutex: the only case where it does not.
 ///
+/// **Predicate waits** (`async_wait(lock, pred, token)`) run in rounds: each notification relocks,
+/// evaluates `pred` and, while it is false, waits again. Per-operation cancellation, `cancel()`
+/// and the destruction of the condition variable reach such a wait in every phase: queued,
+/// relocking after a notification, or evaluating `pred`. It then completes with
+/// `operation_aborted`, once, holding the lock, instead of waiting again.
+///
 /// **Completion.** A handler is never invoked from inside `async_wait`, `notify_one`,
 /// `notify_all`, `cancel` or the destructor, and never while an internal lock is held. It runs
 /// through its associated executor (by default the condition variable's), as if by
@@ -65,14 +72,19 @@ namespace asio_sync {
 /// and the lock is still held by `lock`.
 ///
 /// **Allocation.** A wait allocates one operation object with the handler's associated allocator,
-/// freed before the relock starts; the relock allocates as a lock of the mutex does (nothing of
-/// its own when the mutex is free, one operation when it waits). Nothing else.
+/// freed before the relock starts (a predicate wait keeps its one operation for all its rounds,
+/// until it completes); the relock allocates as a lock of the mutex does (nothing of its own when
+/// the mutex is free, one operation when it waits). Nothing else. The condition variable itself
+/// allocates its internal state once, at construction, with `std::allocator`: a predicate wait
+/// between rounds shares it, so that it can still learn, after the condition variable is gone,
+/// that it must end.
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
 ///
 /// **Lifetime.** The condition variable must outlive any call on it; destroying it aborts the
-/// waits still queued, which relock and complete with `operation_aborted`. The mutex must outlive
-/// every wait on it. It may outlive its execution context: context shutdown destroys the queued
+/// waits still queued, which relock and complete with `operation_aborted`, and the predicate waits
+/// between rounds, which complete with `operation_aborted` once their relock is done. The mutex
+/// must outlive every wait on it. It may outlive its execution context: context shutdown destroys the queued
 /// waits' handlers without invoking them.
 ///
 /// **Not copyable, not movable:** queued operations refer to the condition variable by address.
@@ -100,7 +112,8 @@ public:
     ///
     /// @param ex The I/O executor: the default executor of completion handlers.
     explicit basic_condition_variable(const executor_type& ex)
-        : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context), false)
+        : executor_(ex), impl_(std::make_shared<detail::event_impl>(
+                             boost::asio::query(executor_, boost::asio::execution::context), false))
     {
     }
 
@@ -123,26 +136,29 @@ public:
     basic_condition_variable& operator=(const basic_condition_variable&) = delete;
 
     /// Destroys the condition variable. Queued waits relock and complete with
-    /// `boost::asio::error::operation_aborted` (posted, oldest first); none is invoked inside the
-    /// destructor.
-    ~basic_condition_variable() = default;
+    /// `boost::asio::error::operation_aborted` (posted, oldest first), and so do the predicate
+    /// waits between rounds (relocking, or evaluating their predicate) once their relock is done;
+    /// none is invoked inside the destructor.
+    ~basic_condition_variable() { impl_->cancel(); }
 
     /// Returns the executor associated with the condition variable.
     const executor_type& get_executor() const noexcept { return executor_; }
 
     /// Wakes the oldest queued wait, if any: it relocks and then completes successfully. Does
     /// nothing if nobody waits.
-    void notify_one() { impl_.notify_one(); }
+    void notify_one() { impl_->notify_one(); }
 
     /// Wakes every queued wait, oldest first: each relocks in turn and then completes
     /// successfully. Does nothing if nobody waits.
-    void notify_all() { impl_.notify_all(); }
+    void notify_all() { impl_->notify_all(); }
 
     /// Wakes every queued wait, oldest first, with `boost::asio::error::operation_aborted`: each
-    /// relocks and then completes.
+    /// relocks and then completes. A predicate wait between rounds (relocking after a
+    /// notification, or evaluating its predicate) is aborted too: it completes with
+    /// `operation_aborted` once its relock is done, without evaluating its predicate again.
     ///
-    /// @returns the number of waits aborted.
-    std::size_t cancel() { return impl_.cancel(); }
+    /// @returns the number of waits aborted, those between rounds included.
+    std::size_t cancel() { return impl_->cancel(); }
 
     /// Starts an asynchronous wait: unlocks the mutex that `lock` owns, waits for a notification,
     /// and locks it again before completing.
@@ -191,12 +207,15 @@ public:
     /// @tparam Lock `std::unique_lock<M>` (exclusive) or `std::shared_lock<M>` (shared), where
     /// `M` is an `asio_sync::basic_mutex` or `asio_sync::basic_shared_mutex`.
     /// @param lock The lock the caller holds.
-    /// @param token The completion token.
+    /// @param token The completion token. A callable that accepts a `boost::system::error_code` is
+    /// a completion handler here, even one that could also be called with no arguments (a
+    /// variadic lambda); any other callable with no arguments that returns something convertible
+    /// to `bool` is taken for a predicate (see the overload below).
     /// @returns what the token makes of the operation.
     template <class Lock,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
-              std::enable_if_t<!std::is_invocable_v<WaitToken&>, int> = 0>
+              std::enable_if_t<!detail::is_wait_predicate_v<WaitToken>, int> = 0>
     auto async_wait(Lock& lock, WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
@@ -207,26 +226,37 @@ public:
     /// `while (!pred()) wait(lock)`, with `pred` evaluated holding the lock.
     ///
     /// If `pred()` is true at the call, the wait completes at once (posted, never inline) without
-    /// unlocking. Otherwise every round is an `async_wait(lock, ...)` as above, with the same
-    /// handler's executor, allocator and cancellation slot.
+    /// unlocking. Otherwise it waits in rounds, each one as `async_wait(lock, ...)` above, all of
+    /// them one operation with the handler's executor, allocator and cancellation slot.
     ///
     /// @par Completion signature
     /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
     /// `async_wait(lock, token)`; on success `pred()` was true when last evaluated.
     ///
     /// @par Per-operation cancellation
-    /// As `async_wait(lock, token)`: the round that is waiting relocks and the operation completes
-    /// with `operation_aborted`, without evaluating `pred` again.
+    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
+    /// same, in every phase of the wait: queued (it leaves the queue and relocks), relocking after a
+    /// notification, or evaluating `pred`. The operation completes with `operation_aborted` once
+    /// the lock is held again, exactly once, and does not evaluate `pred` after the cancellation
+    /// (one that arrives while `pred` runs ends the wait when `pred` returns, whatever it
+    /// returned). A cancellation that races the notification that makes `pred` true has exactly
+    /// one outcome.
     ///
     /// @par Executor
-    /// As `async_wait(lock, token)`. `pred` runs on the handler's executor (in the initiating
-    /// function the first time).
+    /// As `async_wait(lock, token)`. `pred` runs on the handler's executor, except the first time:
+    /// in the initiating function, or, for a coroutine awaiting with `boost::asio::use_awaitable`
+    /// or `as_tuple(use_awaitable)`, in the coroutine before it suspends.
     ///
     /// @par Errors
-    /// As `async_wait(lock, token)`. An exception thrown by `pred` propagates from where it ran:
-    /// the initiating function, or the handler's executor; so does the failure of a later round
-    /// to allocate its operation. Either way `lock` then owns the mutex, and after the first
-    /// round the handler is destroyed without being invoked.
+    /// As `async_wait(lock, token)`, except that `operation_aborted` also comes from a
+    /// cancellation, `cancel()` or the destruction of the condition variable while a notified
+    /// round relocks or evaluates `pred`. An exception thrown by `pred` propagates from where it
+    /// ran: the initiating function (a coroutine awaiting with `use_awaitable` or
+    /// `as_tuple(use_awaitable)` gets it from its `co_await`), or the handler's executor. Either
+    /// way `lock` then owns the mutex, and after the first round the handler (for a coroutine, its
+    /// frame) is destroyed without being invoked. A `deferred` operation awaited in a coroutine
+    /// starts once the coroutine has suspended: what `pred` throws at its first evaluation then
+    /// propagates from the executor, as an exception from any initiating function does there.
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function but the destructor.
@@ -235,7 +265,9 @@ public:
     /// As `async_wait(lock, token)`; `pred` is moved into the operation.
     ///
     /// @tparam Lock As `async_wait(lock, token)`.
-    /// @tparam Predicate Callable with no arguments, returning something convertible to `bool`.
+    /// @tparam Predicate Callable with no arguments, returning something convertible to `bool`,
+    /// and not callable with a `boost::system::error_code`: such a callable (a variadic lambda, for
+    /// one) is a completion handler for `async_wait(lock, token)`.
     /// @param lock The lock the caller holds.
     /// @param pred The condition to wait for.
     /// @param token The completion token.
@@ -243,18 +275,18 @@ public:
     template <class Lock, class Predicate,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
-              std::enable_if_t<std::is_invocable_r_v<bool, std::decay_t<Predicate>&>, int> = 0>
+              std::enable_if_t<detail::is_wait_predicate_v<Predicate>, int> = 0>
     auto async_wait(Lock& lock, Predicate&& pred,
                     WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
-            detail::initiate_condition_wait<Executor>(executor_, impl_), token, &lock,
-            std::forward<Predicate>(pred));
+        return detail::async_predicate_wait(executor_, impl_, lock, std::forward<Predicate>(pred),
+                                            std::forward<WaitToken>(token));
     }
 
 private:
     executor_type executor_;
-    detail::event_impl impl_;
+    // Shared with the predicate waits between rounds, which may outlive the condition variable.
+    std::shared_ptr<detail::event_impl> impl_;
 };
 
 /// A condition variable with the default executor type, `boost::asio::any_io_executor`.

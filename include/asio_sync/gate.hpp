@@ -16,6 +16,7 @@
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/query.hpp>
+#include <boost/assert.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
@@ -63,8 +64,10 @@ namespace asio_sync {
 /// completion of every `async_close` that waited for it. No guard is granted after a close has
 /// started.
 ///
-/// **Lifetime.** The gate must outlive its guards and any call on it. It may outlive its execution
-/// context: context shutdown destroys the waiting closes' handlers without invoking them.
+/// **Lifetime.** The gate must outlive its guards (debug builds assert it, as Seastar's gate does)
+/// and any call on it, and no cancellation signal bound to one of its closes may be emitted after
+/// it is destroyed. It may outlive its execution context: context shutdown destroys the waiting
+/// closes' handlers without invoking them.
 ///
 /// **Not copyable, not movable:** guards and queued operations refer to the gate by address.
 ///
@@ -114,9 +117,13 @@ public:
     /// Not copy-assignable (nor move-assignable).
     basic_gate& operator=(const basic_gate&) = delete;
 
-    /// Destroys the gate. No guard may be alive, hence no close is still waiting: the last guard's
-    /// release completed them all.
-    ~basic_gate() = default;
+    /// Destroys the gate. No guard may be alive (an assertion in debug builds: a guard released
+    /// afterwards would reach the destroyed gate), hence no close is still waiting: the last
+    /// guard's release completed them all.
+    ~basic_gate()
+    {
+        BOOST_ASSERT_MSG(count_.count() == 0, "asio_sync::basic_gate destroyed while a guard is alive");
+    }
 
     /// Returns the executor associated with the gate.
     const executor_type& get_executor() const noexcept { return executor_; }
@@ -166,6 +173,12 @@ public:
     /// If the completion of a close decided at once cannot be submitted, this function throws what
     /// the executor or allocator threw; a close that cannot allocate its operation throws. Either
     /// way the gate is closed.
+    ///
+    /// @par Object lifetimes
+    /// The gate must exist until the operation completes: a close that waits means a guard is
+    /// alive, and the gate must outlive its guards. A cancellation signal bound to the operation
+    /// must not be emitted after the gate is destroyed: its cancellation handler refers to the
+    /// gate (the behaviour is undefined).
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function.

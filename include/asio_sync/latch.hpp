@@ -100,7 +100,8 @@ public:
     basic_latch& operator=(const basic_latch&) = delete;
 
     /// Destroys the latch. Queued waits complete with `boost::asio::error::operation_aborted`
-    /// (posted, oldest first); none is invoked inside the destructor.
+    /// (posted, oldest first); none is invoked inside the destructor. No cancellation signal bound
+    /// to one of its waits may be emitted after this.
     ~basic_latch() = default;
 
     /// Returns the executor associated with the latch.
@@ -162,6 +163,12 @@ public:
     /// - none: the count reached zero.
     /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
     ///   latch's destruction, while the wait was queued.
+    ///
+    /// @par Object lifetimes
+    /// The latch must exist for the whole call; afterwards it may be destroyed while the wait is
+    /// queued, which then completes with `operation_aborted`. A cancellation signal bound to the
+    /// operation must not be emitted after the latch is destroyed: its cancellation handler refers
+    /// to the latch (the behaviour is undefined).
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function.

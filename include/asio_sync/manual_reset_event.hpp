@@ -54,8 +54,9 @@ namespace asio_sync {
 /// wait that the set lets through, and before an `is_set()` that returns true because of it.
 ///
 /// **Lifetime.** The event must outlive any call on it; destroying it aborts the waits still
-/// queued. It may outlive its execution context: context shutdown destroys the queued waits'
-/// handlers without invoking them.
+/// queued, and no cancellation signal bound to one of its waits may be emitted afterwards. It may
+/// outlive its execution context: context shutdown destroys the queued waits' handlers without
+/// invoking them.
 ///
 /// **Not copyable, not movable:** queued operations refer to the event by address.
 ///
@@ -108,7 +109,8 @@ public:
     basic_manual_reset_event& operator=(const basic_manual_reset_event&) = delete;
 
     /// Destroys the event. Queued waits complete with `boost::asio::error::operation_aborted`
-    /// (posted, oldest first); none is invoked inside the destructor.
+    /// (posted, oldest first); none is invoked inside the destructor. No cancellation signal bound
+    /// to one of its waits may be emitted after this.
     ~basic_manual_reset_event() = default;
 
     /// Returns the executor associated with the event.
@@ -171,6 +173,12 @@ public:
     /// If the completion of a wait decided at once cannot be submitted, this function throws what
     /// the executor or allocator threw; a queued wait that cannot allocate its operation throws
     /// and changes nothing.
+    ///
+    /// @par Object lifetimes
+    /// The event must exist for the whole call; afterwards it may be destroyed while the wait is
+    /// queued, which then completes with `operation_aborted`. A cancellation signal bound to the
+    /// operation must not be emitted after the event is destroyed: its cancellation handler refers
+    /// to the event (the behaviour is undefined).
     ///
     /// @par Thread safety
     /// May be called concurrently with any member function.

@@ -73,8 +73,8 @@ namespace asio_sync {
 /// lives inside it. Nothing else is allocated per wait.
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
-/// `try_acquire`, `release` while nobody waits, and an `async_acquire` satisfied at once are a
-/// lock-free compare-and-swap on one atomic word.
+/// `try_acquire`, `release` of an unbounded semaphore while nobody waits, and an `async_acquire`
+/// satisfied at once are a lock-free compare-and-swap on one atomic word.
 ///
 /// **Memory ordering.** Everything a thread did before `release(n)` happens-before the
 /// completion handler (or the successful `try_acquire`) that receives any of those permits.
@@ -584,14 +584,18 @@ public:
     /// They go to the oldest queued acquires first; the first waiter left partly served stops the
     /// hand-off (head-of-line order), and what no waiter needs returns to the counter. Completed
     /// waiters' handlers are posted after the internal lock is released, never invoked here.
-    /// Works after `close()` too. Lock-free while nobody waits and no `reduce_permits` debt is
-    /// open; otherwise the permits pay the debt first. May be called concurrently with any member
-    /// function but the destructor. Everything the calling thread did before the call
-    /// happens-before the completion (or successful `try_acquire`) that receives these permits.
+    /// Works after `close()` too. Lock-free on an unbounded semaphore while nobody waits and no
+    /// `reduce_permits` debt is open; otherwise the permits pay the debt first. May be called
+    /// concurrently with any member function but the destructor. Everything the calling thread
+    /// did before the call happens-before the completion (or successful `try_acquire`) that
+    /// receives these permits.
     ///
     /// On a bounded semaphore, the `n` permits enter circulation: the call fails if that would
     /// pass the bound (so releasing permits that were not acquired is caught here). Permits held
-    /// by a `permit` object are given back through it, not with this function.
+    /// by a `permit` object are given back through it, not with this function. A bounded release
+    /// takes the internal lock, where it sees every earlier hand-off complete: the plain acquires
+    /// that another release has just served are out of circulation, so two releases racing for
+    /// two queued acquires both fit.
     ///
     /// @param n The number of permits to give back; 0 does nothing.
     /// @throws std::overflow_error if a bounded semaphore would have more than `capacity()`

@@ -6,6 +6,7 @@
 #ifndef ASIO_SYNC_DETAIL_CONDITION_WAIT_HPP
 #define ASIO_SYNC_DETAIL_CONDITION_WAIT_HPP
 
+#include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/completion.hpp>
 #include <asio_sync/detail/event_core.hpp>
@@ -20,12 +21,21 @@
 #include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <type_traits>
 #include <utility>
 
 namespace asio_sync::detail {
+
+// Whether async_wait(lock, f) takes f for a predicate: callable with no arguments, returning
+// something convertible to bool, and not callable with an error code, as a completion handler is.
+// A variadic lambda is both; it is a handler.
+template <class T>
+inline constexpr bool is_wait_predicate_v =
+    std::is_invocable_r_v<bool, std::decay_t<T>&> &&
+    !std::is_invocable_v<std::decay_t<T>&, const boost::system::error_code&>;
 
 // How a condition variable gives back and takes back the lock a waiter holds, with the mutex's own
 // scoped acquire: a std::unique_lock in exclusive mode, a std::shared_lock in shared mode.
@@ -161,50 +171,179 @@ private:
     event_impl* impl_;
 };
 
-template <class Executor>
-class initiate_condition_wait;
+// The handler of a predicate wait's relock: it carries the operation, which goes on when the
+// relock completes. It has the operation's executor and allocator but no cancellation slot: the
+// operation's own stays installed. A relock destroyed without running (context shutdown, a fault)
+// destroys the operation without invoking its handler.
+template <class Op>
+class round_relock
+{
+public:
+    using executor_type = typename Op::executor_type;
+    using allocator_type = typename Op::allocator_type;
 
-// The handler of one round of a wait with a predicate: it ends the wait once the predicate holds
-// (evaluated holding the lock) or the round failed, and otherwise waits again. It has the caller's
-// executor, allocator and cancellation slot, so every round is the caller's own operation.
+    explicit round_relock(Op* op) noexcept : op_(op) {}
+    round_relock(round_relock&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
+    round_relock& operator=(round_relock&&) = delete;
+
+    ~round_relock()
+    {
+        if (op_)
+            op_->abandon();
+    }
+
+    executor_type get_executor() const noexcept { return op_->get_executor(); }
+    allocator_type get_allocator() const noexcept { return op_->get_allocator(); }
+
+    void operator()(boost::system::error_code ec, typename Op::lock_type relocked)
+    {
+        std::exchange(op_, nullptr)->resume(ec, std::move(relocked));
+    }
+
+private:
+    Op* op_;
+};
+
+// A wait with a predicate: the loop `while (!pred()) wait(lock)` as one operation, allocated once
+// and queued again after each round whose predicate is false. Each round ends with a relock, whose
+// completion evaluates the predicate holding the lock. Between rounds the engine still names the
+// operation to its cancellation handler and counts it for cancel() (see event_core), so a
+// cancellation in any phase ends the wait. The operation shares the condition variable's state,
+// which therefore outlives the condition variable as long as a round needs it.
 template <class Handler, class IoExecutor, class Lock, class Predicate>
-class predicate_wait_handler
+class predicate_wait_op final : public acquire_op_base
 {
 public:
     using executor_type = boost::asio::associated_executor_t<Handler, IoExecutor>;
     using allocator_type = handler_allocator_t<Handler>;
-    using cancellation_slot_type = boost::asio::associated_cancellation_slot_t<Handler>;
+    using slot_type = boost::asio::associated_cancellation_slot_t<Handler>;
+    using lock_type = Lock;
+    using mutex_type = typename Lock::mutex_type;
 
-    predicate_wait_handler(Handler&& handler, const IoExecutor& io_ex, event_impl& impl, Lock* lock,
-                           Predicate&& pred)
-        : handler_(std::move(handler)), io_ex_(io_ex), impl_(&impl), lock_(lock), pred_(std::move(pred))
+    predicate_wait_op(Handler&& handler, const IoExecutor& io_ex, Lock& lock, Predicate&& pred,
+                      std::shared_ptr<event_impl> impl)
+        : acquire_op_base(&do_func), handler_(std::move(handler)), work_(handler_, io_ex), io_ex_(io_ex),
+          slot_(boost::asio::get_associated_cancellation_slot(handler_)), lock_(&lock), mutex_(lock.mutex()),
+          pred_(std::move(pred)), impl_(std::move(impl))
     {
+        repeats = true;
     }
+
+    static predicate_wait_op* create(Handler&& handler, const IoExecutor& io_ex, Lock& lock, Predicate&& pred,
+                                     std::shared_ptr<event_impl> impl)
+    {
+        return allocate_op<predicate_wait_op>(get_handler_allocator(handler), std::move(handler), io_ex, lock,
+                                              std::move(pred), std::move(impl));
+    }
+
+    slot_type& slot() noexcept { return slot_; }
+
+    // The queue side owns the operation alone: the initiator has nothing to let go of.
+    void initiated(bool) noexcept {}
 
     executor_type get_executor() const noexcept
     {
         return boost::asio::get_associated_executor(handler_, io_ex_);
     }
     allocator_type get_allocator() const noexcept { return get_handler_allocator(handler_); }
-    cancellation_slot_type get_cancellation_slot() const noexcept
-    {
-        return boost::asio::get_associated_cancellation_slot(handler_);
-    }
-
-    void operator()(boost::system::error_code ec)
-    {
-        if (ec || pred_())
-            return std::move(handler_)(ec);
-        const IoExecutor io_ex = io_ex_;
-        initiate_condition_wait<IoExecutor>(io_ex, *impl_)(std::move(*this), lock_);
-    }
 
 private:
+    friend class round_relock<predicate_wait_op>;
+
+    // The round ended: notified (between rounds now) or aborted (the wait ends). Either way the
+    // operation relocks first.
+    static void do_func(acquire_op_base* base, action what, const boost::system::error_code& ec, relation)
+    {
+        auto* op = static_cast<predicate_wait_op*>(base);
+        if (what == action::destroy)
+            return deallocate_op(op, op->get_allocator());
+        op->round_error_ = ec;
+        mutex_type& mutex = *op->mutex_;
+        event_impl& impl = *op->impl_; // a notifier's: the condition variable lives
+        BOOST_TRY
+        {
+            relock_traits<Lock>::relock(mutex, round_relock<predicate_wait_op>(op));
+        }
+        BOOST_CATCH(...)
+        {
+            // The relock destroyed the operation, and the handler is lost; the notification it
+            // received goes to the next waiter.
+            if (!ec)
+                impl.notify_one();
+            BOOST_RETHROW
+        }
+        BOOST_CATCH_END
+    }
+
+    // The relock completed: between rounds, the predicate decides (unless a cancellation came
+    // meanwhile, or the mutex aborted the relock) whether the operation queues again or ends.
+    void resume(boost::system::error_code relock_error, Lock relocked)
+    {
+        if (relocked.owns_lock())
+            *lock_ = std::move(relocked);
+        if (!round_error_)
+        {
+            bool again = false;
+            if (!relock_error && !core().round_cancelled(*this))
+            {
+                BOOST_TRY
+                {
+                    again = !pred_();
+                }
+                BOOST_CATCH(...)
+                {
+                    if (slot_.is_connected())
+                        slot_.clear();
+                    abandon();
+                    BOOST_RETHROW
+                }
+                BOOST_CATCH_END
+            }
+            Lock* lock = lock_;
+            const waiter_outcome ended = core().end_round(*this, again);
+            if (ended == waiter_outcome::pending)
+            {
+                // Queued again, before the unlock: another thread may complete it from here on.
+                relock_traits<Lock>::unlock(*lock->release());
+                return;
+            }
+            round_error_ = to_error_code(ended);
+        }
+        finish(round_error_ ? round_error_ : relock_error);
+    }
+
+    // The wait ends: the memory is freed, then the handler invoked, on its executor already.
+    void finish(boost::system::error_code ec)
+    {
+        Handler handler(std::move(handler_));
+        const handler_work<Handler, IoExecutor> work(std::move(work_));
+        slot_type slot(std::move(slot_));
+        deallocate_op(this, get_handler_allocator(handler));
+        if (slot.is_connected())
+            slot.clear();
+        std::move(handler)(ec);
+    }
+
+    // The wait ends without its handler: its relock was destroyed without running, or the
+    // predicate threw. Between rounds it leaves the engine's count first.
+    void abandon() noexcept
+    {
+        if (!round_error_)
+            core().end_round(*this, false);
+        deallocate_op(this, get_allocator());
+    }
+
+    event_core<>& core() const noexcept { return impl_->core; }
+
     Handler handler_;
+    handler_work<Handler, IoExecutor> work_;
     IoExecutor io_ex_;
-    event_impl* impl_;
+    slot_type slot_;
     Lock* lock_;
+    mutex_type* mutex_;
     Predicate pred_;
+    std::shared_ptr<event_impl> impl_;
+    boost::system::error_code round_error_; // how the last round ended
 };
 
 // The initiation of a condition variable's wait: the waiter is queued before the mutex is
@@ -215,7 +354,10 @@ class initiate_condition_wait
 public:
     using executor_type = Executor;
 
-    initiate_condition_wait(const Executor& ex, event_impl& impl) noexcept : executor_(&ex), impl_(&impl) {}
+    initiate_condition_wait(const Executor& ex, const std::shared_ptr<event_impl>& impl) noexcept
+        : executor_(&ex), impl_(&impl)
+    {
+    }
 
     const executor_type& get_executor() const noexcept { return *executor_; }
 
@@ -225,33 +367,80 @@ public:
         BOOST_ASSERT_MSG(lock->owns_lock(),
                          "asio_sync::basic_condition_variable::async_wait without the lock");
         using op_type = condition_wait_op<std::decay_t<Handler>, Executor, Lock>;
-        queue_op(
-            impl_->core,
-            op_type::create(std::decay_t<Handler>(std::forward<Handler>(handler)), *executor_, *lock, *impl_),
-            1);
-        relock_traits<Lock>::unlock(*lock->release());
+        start(op_type::create(std::decay_t<Handler>(std::forward<Handler>(handler)), *executor_, *lock,
+                              **impl_),
+              lock);
     }
 
+    // A wait with a predicate, evaluated here first.
     template <class Handler, class Lock, class Predicate>
     void operator()(Handler&& handler, Lock* lock, Predicate&& pred) const
     {
         BOOST_ASSERT_MSG(lock->owns_lock(),
                          "asio_sync::basic_condition_variable::async_wait without the lock");
+        const bool holds = pred();
+        (*this)(std::forward<Handler>(handler), lock, std::forward<Predicate>(pred), holds);
+    }
+
+    // A wait with a predicate that the caller has evaluated (`holds`).
+    template <class Handler, class Lock, class Predicate>
+    void operator()(Handler&& handler, Lock* lock, Predicate&& pred, bool holds) const
+    {
         using handler_type = std::decay_t<Handler>;
         using pred_type = std::decay_t<Predicate>;
-        if (pred())
+        if (holds)
             return post_completion(handler_type(std::forward<Handler>(handler)), *executor_, signal_grant(),
                                    {}, 0);
-        (*this)(predicate_wait_handler<handler_type, Executor, Lock, pred_type>(
-                    handler_type(std::forward<Handler>(handler)), *executor_, *impl_, lock,
-                    pred_type(std::forward<Predicate>(pred))),
-                lock);
+        using op_type = predicate_wait_op<handler_type, Executor, Lock, pred_type>;
+        start(op_type::create(handler_type(std::forward<Handler>(handler)), *executor_, *lock,
+                              pred_type(std::forward<Predicate>(pred)), *impl_),
+              lock);
     }
 
 private:
+    template <class Op, class Lock>
+    void start(Op* op, Lock* lock) const
+    {
+        queue_op((*impl_)->core, op, 1);
+        relock_traits<Lock>::unlock(*lock->release());
+    }
+
     const Executor* executor_;
-    event_impl* impl_;
+    const std::shared_ptr<event_impl>* impl_;
 };
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+
+// `co_await cv.async_wait(lock, pred, use_awaitable)`: the predicate is evaluated first in the
+// coroutine, before it suspends, so that what it throws comes out of the co_await (the lock still
+// held); an initiation that runs once the coroutine has suspended could not report it. The
+// wait then starts as usual.
+template <class Token, class Executor, class Lock, class Predicate>
+boost::asio::awaitable<awaitable_value_t<Token, signal_grant>, typename awaitable_token<Token>::executor>
+predicate_wait_awaitable(Executor ex, const std::shared_ptr<event_impl>& impl, Lock& lock, Predicate pred)
+{
+    BOOST_ASSERT_MSG(lock.owns_lock(), "asio_sync::basic_condition_variable::async_wait without the lock");
+    const bool holds = pred();
+    auto deferred = awaitable_token<Token>::deferred();
+    co_return co_await boost::asio::async_initiate<decltype(deferred), void(boost::system::error_code)>(
+        initiate_condition_wait<Executor>(ex, impl), deferred, &lock, std::move(pred), holds);
+}
+
+#endif // defined(BOOST_ASIO_HAS_CO_AWAIT)
+
+template <class Token, class Executor, class Lock, class Predicate>
+auto async_predicate_wait(const Executor& ex, const std::shared_ptr<event_impl>& impl, Lock& lock,
+                          Predicate&& pred, Token&& token)
+{
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+    if constexpr (!std::is_void_v<awaitable_executor_t<Token>>)
+        return predicate_wait_awaitable<std::decay_t<Token>>(
+            ex, impl, lock, std::decay_t<Predicate>(std::forward<Predicate>(pred)));
+    else
+#endif
+        return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+            initiate_condition_wait<Executor>(ex, impl), token, &lock, std::forward<Predicate>(pred));
+}
 
 } // namespace asio_sync::detail
 

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <mutex>
+#include <utility>
 
 namespace asio_sync::detail {
 
@@ -28,6 +29,16 @@ namespace asio_sync::detail {
 // The flag is written under the mutex when it is set, and read under the mutex by enqueue: a wait
 // either sees the flag set (and is granted) or is queued before set() drains the queue, so no
 // waiter can miss a set. Reading the flag and resetting it need no lock.
+//
+// A condition variable's predicate wait (`repeats`) is woken in rounds: a notification takes it out
+// of the queue, it relocks the caller's mutex and evaluates its predicate, then queues again or
+// ends. Between two rounds it is in no queue, yet a cancellation must still end it: the engine
+// counts the waits between rounds that nothing has cancelled, and keeps as each one's count
+// (`missing`) the number of cancel_all() calls (cancel() and the end of the condition variable)
+// made before its notification. A per-operation cancellation marks the wait itself, which the
+// engine still names through its cancel_ref until it ends; a cancel_all() marks every wait between
+// rounds at once, by making their number stale. The wait learns it under the mutex, in end_round,
+// before it queues again.
 template <template <class> class Atomic = std::atomic, class Mutex = adaptive_mutex>
 class event_core
 {
@@ -77,21 +88,69 @@ public:
         return w != nullptr;
     }
 
+    // Takes the waiter that *ref names out of the queue with outcome `why`, or marks a predicate
+    // wait between rounds cancelled (it ends in end_round). Returns false if neither was left to do.
     bool cancel(semaphore_waiter* const* ref, waiter_outcome why, waiter_list& done)
     {
         std::lock_guard<Mutex> lock(mutex_);
         semaphore_waiter* w = *ref;
-        if (!w || !w->queued.load(std::memory_order_relaxed))
+        if (!w)
             return false;
-        remove(*w, why, done);
+        if (w->queued.load(std::memory_order_relaxed))
+        {
+            remove(*w, why, done);
+            return true;
+        }
+        if (!w->repeats || cancelled(*w))
+            return false;
+        w->outcome = why;
+        --between_rounds_;
         return true;
     }
 
     // Takes every queued waiter out with outcome `why`; the flag is left alone. Returns how many.
+    // Unless it grants them (notify_all), the predicate waits between rounds are cancelled too,
+    // and counted.
     std::size_t abort_all(waiter_outcome why, waiter_list& done)
     {
         std::lock_guard<Mutex> lock(mutex_);
-        return remove_all(why, done);
+        std::size_t count = remove_all(why, done);
+        if (why != waiter_outcome::granted)
+        {
+            count += std::exchange(between_rounds_, 0);
+            ++cancel_alls_;
+        }
+        return count;
+    }
+
+    // Whether a predicate wait between rounds has been cancelled since its notification.
+    bool round_cancelled(const semaphore_waiter& w)
+    {
+        std::lock_guard<Mutex> lock(mutex_);
+        return cancelled(w);
+    }
+
+    // Ends a predicate wait's time between rounds: it queues again if `again` (returns pending),
+    // unless it was cancelled meanwhile (returns the outcome of the cancellation, and it ends);
+    // otherwise it ends (returns granted). A wait that ends is no longer named by its cancel_ref.
+    waiter_outcome end_round(semaphore_waiter& w, bool again)
+    {
+        std::lock_guard<Mutex> lock(mutex_);
+        if (cancelled(w))
+        {
+            forget(w);
+            return w.outcome == waiter_outcome::granted ? waiter_outcome::aborted : w.outcome;
+        }
+        --between_rounds_;
+        if (!again)
+        {
+            forget(w);
+            return waiter_outcome::granted;
+        }
+        w.outcome = waiter_outcome::pending;
+        queue_.push_back(w);
+        w.queued.store(true, std::memory_order_relaxed);
+        return waiter_outcome::pending;
     }
 
 private:
@@ -106,19 +165,39 @@ private:
         return count;
     }
 
+    // A predicate wait that a notification takes out stays named, between rounds.
     void remove(semaphore_waiter& w, waiter_outcome why, waiter_list& done) noexcept
     {
         queue_.erase(w);
         w.queued.store(false, std::memory_order_relaxed);
-        if (w.cancel_ref)
-            *w.cancel_ref = nullptr;
+        if (w.repeats && why == waiter_outcome::granted)
+        {
+            w.missing = cancel_alls_;
+            ++between_rounds_;
+        }
+        else
+            forget(w);
         w.outcome = why;
         done.push_back(w);
+    }
+
+    static void forget(semaphore_waiter& w) noexcept
+    {
+        if (w.cancel_ref)
+            *w.cancel_ref = nullptr;
+    }
+
+    // For a predicate wait between rounds, under the mutex.
+    bool cancelled(const semaphore_waiter& w) const noexcept
+    {
+        return w.outcome != waiter_outcome::granted || w.missing != cancel_alls_;
     }
 
     Atomic<bool> set_;
     Mutex mutex_;
     waiter_list queue_;
+    std::size_t between_rounds_ = 0; // predicate waits between rounds, not cancelled
+    std::size_t cancel_alls_ = 0;    // abort_all calls that cancelled
 };
 
 // The executor-independent state of an event (also of a latch and a condition variable),

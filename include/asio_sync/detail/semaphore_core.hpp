@@ -40,7 +40,9 @@ namespace asio_sync::detail {
 // the counter, those collected by queued waiters and those held by permit objects, minus the debt.
 // Only plain acquires (+), permit::forget (+) and plain releases (-) change it: capacity changes
 // move the bound and the circulation together. Updates that lower it come before the permits
-// move, updates that raise it after, so it is never overstated.
+// move, updates that raise it after, so it is never overstated. A hand-off that completes plain
+// acquires gives their room back under the mutex, and a plain release takes its room under the
+// mutex too, so that it never sees a hand-off half done (see release_bounded).
 //
 // Functions that complete waiters move them to a caller-provided `waiter_list`; the caller finishes
 // them after the mutex is released.
@@ -142,7 +144,8 @@ public:
 
     // A plain release: puts n permits into circulation. Returns false, changing nothing, if that
     // would pass the bound or the counter would pass max_permits. Forced inline, with the bounded
-    // and locked parts out of line: the unbounded lock-free case is the hot path of most programs.
+    // and locked parts out of line: the unbounded lock-free case is the hot path of most programs;
+    // a bounded release always takes the mutex.
     BOOST_FORCEINLINE bool release(std::size_t n, waiter_list& done)
     {
         if (bounded_)
@@ -326,11 +329,17 @@ private:
 
     void leave_circulation(std::size_t n) noexcept { room_.fetch_add(n, std::memory_order_acq_rel); }
 
+    // Decided under the mutex. The room that a hand-off's plain acquires leave comes back under
+    // the mutex, once they are out of the queue: a release that took its room lock-free and then
+    // handed its permits off could leave a second release, in that window, short of room although
+    // the first one's permits were leaving circulation again. (Two set() calls of an
+    // auto_reset_event with two waits queued then completed only one.) The room still needs a CAS:
+    // lock-free acquires and permit::forget raise it meanwhile.
     BOOST_NOINLINE bool release_bounded(std::size_t n, waiter_list& done)
     {
         if (n == 0)
             return true;
-        // Circulation <= bound <= max_permits, so the counter cannot overflow.
+        std::lock_guard<Mutex> lock(mutex_);
         std::size_t room = room_.load(std::memory_order_relaxed);
         do
         {
@@ -338,7 +347,8 @@ private:
                 return false;
         } while (!room_.compare_exchange_weak(room, room - n, std::memory_order_acq_rel,
                                               std::memory_order_relaxed));
-        if (deposit(n, done, false))
+        // Circulation <= bound <= max_permits, so the counter cannot overflow.
+        if (deposit_locked(n, done, false))
             return true;
         leave_circulation(n); // unreachable while the invariants hold; leave the state as it was
         return false;

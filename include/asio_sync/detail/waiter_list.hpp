@@ -48,6 +48,9 @@ struct semaphore_waiter
     // The permits go to a permit object, which will return them: on a bounded semaphore they stay
     // in circulation. A plain acquire takes its permits out of circulation.
     bool to_permit = false;
+    // A condition variable's predicate wait: a notification takes it out of the queue, but it may
+    // queue again, and until it ends its engine still names it to a cancellation (see event_core).
+    bool repeats = false;
     // Who reports the wait, and since when it waits (see wait_observer); null unless observed.
     wait_observer* observer = nullptr;
     std::chrono::steady_clock::time_point queued_at{};
