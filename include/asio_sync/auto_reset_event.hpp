@@ -219,7 +219,7 @@ public:
         return signal_.async_acquire_for(1, timeout, std::forward<WaitToken>(token));
     }
 
-    /// Starts an asynchronous wait for a set, giving up at `deadline`: `async_wait_for` with a
+    /// Starts an asynchronous wait for a set, giving up at `expiry`: `async_wait_for` with a
     /// point in time instead of a duration.
     ///
     /// @par Completion signature
@@ -243,16 +243,16 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the event is set.
+    /// @param expiry When to give up; a deadline already past gives up unless the event is set.
     /// @param token The completion token.
     /// @returns what the token makes of the operation.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_wait_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_wait_until(const std::chrono::time_point<Clock, Duration>& expiry,
                           WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return signal_.async_acquire_until(1, deadline, std::forward<WaitToken>(token));
+        return signal_.async_acquire_until(1, expiry, std::forward<WaitToken>(token));
     }
 
     /// Attaches `observer` to the event's waits, or detaches it (null): every wait that queues from

@@ -7,8 +7,8 @@
 #define ASIO_SYNC_GATE_HPP
 
 #include <asio_sync/detail/access.hpp>
-#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/event_core.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/gate_close.hpp>
 #include <asio_sync/detail/gate_count.hpp>
 #include <asio_sync/wait_observer.hpp>
@@ -248,7 +248,7 @@ public:
             initiation(executor_, count_, drained_, detail::deadline_after(timeout)), token);
     }
 
-    /// Closes the gate and waits for the guards to be released, giving up the wait at `deadline`:
+    /// Closes the gate and waits for the guards to be released, giving up the wait at `expiry`:
     /// `async_close_for` with a point in time instead of a duration.
     ///
     /// @par Completion signature
@@ -272,19 +272,19 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up waiting; a deadline already past gives up unless the gate is
+    /// @param expiry When to give up waiting; a deadline already past gives up unless the gate is
     /// drained at once.
     /// @param token The completion token.
     /// @returns what the token makes of the operation.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   CloseToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_close_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_close_until(const std::chrono::time_point<Clock, Duration>& expiry,
                            CloseToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         using initiation = detail::initiate_gate_close<Executor, detail::deadline_type>;
         return boost::asio::async_initiate<CloseToken, void(boost::system::error_code)>(
-            initiation(executor_, count_, drained_, detail::deadline_at(deadline)), token);
+            initiation(executor_, count_, drained_, detail::deadline_at(expiry)), token);
     }
 
     /// Attaches `observer` to the gate's closes, or detaches it (null): every close that has to

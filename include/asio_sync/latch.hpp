@@ -6,9 +6,9 @@
 #ifndef ASIO_SYNC_LATCH_HPP
 #define ASIO_SYNC_LATCH_HPP
 
-#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/event_wait.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/latch_count.hpp>
 #include <asio_sync/wait_observer.hpp>
 
@@ -230,7 +230,7 @@ public:
                                         detail::deadline_after(timeout));
     }
 
-    /// Starts an asynchronous wait until the count reaches zero, giving up at `deadline`: `async_wait_for`
+    /// Starts an asynchronous wait until the count reaches zero, giving up at `expiry`: `async_wait_for`
     /// with a point in time instead of a duration.
     ///
     /// @par Completion signature
@@ -254,18 +254,18 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the wait can be
+    /// @param expiry When to give up; a deadline already past gives up unless the wait can be
     /// decided at once.
     /// @param token The completion token.
     /// @returns what the token makes of the operation.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_wait_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_wait_until(const std::chrono::time_point<Clock, Duration>& expiry,
                           WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token),
-                                        detail::deadline_at(deadline));
+                                        detail::deadline_at(expiry));
     }
 
 private:

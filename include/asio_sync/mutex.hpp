@@ -240,7 +240,7 @@ public:
         return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token));
     }
 
-    /// Starts an asynchronous lock that gives up at `deadline`: `async_lock_for` with a point in
+    /// Starts an asynchronous lock that gives up at `expiry`: `async_lock_for` with a point in
     /// time instead of a duration.
     ///
     /// @par Completion signature
@@ -267,15 +267,15 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up.
+    /// @param expiry When to give up.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
                           LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return semaphore_.async_acquire_until(1, deadline, std::forward<LockToken>(token));
+        return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token));
     }
 
     /// Starts an asynchronous lock whose handler receives a `std::unique_lock`, giving up after
@@ -316,7 +316,7 @@ public:
     }
 
     /// Starts an asynchronous lock whose handler receives a `std::unique_lock`, giving up at
-    /// `deadline`: `async_scoped_lock` with the deadline of `async_lock_until`.
+    /// `expiry`: `async_scoped_lock` with the deadline of `async_lock_until`.
     ///
     /// @par Completion signature
     /// `void(boost::system::error_code, std::unique_lock<basic_mutex>)`, as for
@@ -341,15 +341,15 @@ public:
     ///
     /// @tparam Clock The deadline's clock, as for `async_lock_until`.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up.
+    /// @param expiry When to give up.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
                                  LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return scoped_lock_until(std::forward<LockToken>(token), detail::deadline_at(deadline));
+        return scoped_lock_until(std::forward<LockToken>(token), detail::deadline_at(expiry));
     }
 
     /// Locks the mutex if that can be done at once: fails while it is locked or anyone waits.
@@ -391,12 +391,11 @@ public:
 
 private:
     template <class LockToken, class Deadline>
-    auto scoped_lock_until(LockToken&& token, Deadline deadline)
+    auto scoped_lock_until(LockToken&& token, Deadline expiry)
     {
         using lock_type = std::unique_lock<basic_mutex>;
         return detail::access::async_acquire_as<void(boost::system::error_code, lock_type)>(
-            semaphore_, 1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token),
-            deadline);
+            semaphore_, 1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token), expiry);
     }
 
     basic_semaphore<Executor> semaphore_;

@@ -469,12 +469,12 @@ public:
             n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::deadline_after(timeout));
     }
 
-    /// Starts an asynchronous acquire of `n` permits that gives up at `deadline`:
+    /// Starts an asynchronous acquire of `n` permits that gives up at `expiry`:
     /// `async_acquire_for` with a point in time instead of a duration.
     ///
     /// Everything said of `async_acquire_for` holds: the operation completes with
     /// `asio_sync::error::timed_out`, holding no permits, if it has not been granted by
-    /// `deadline`; a grant that races the deadline has exactly one outcome. A deadline already
+    /// `expiry`; a grant that races the deadline has exactly one outcome. A deadline already
     /// past gives up unless the permits can be had without waiting for a release.
     ///
     /// @par Completion signature
@@ -505,20 +505,20 @@ public:
     /// left until it, so a later change of that clock does not move it.
     /// @tparam Duration The time point's duration.
     /// @param n The number of permits to acquire.
-    /// @param deadline When to give up.
+    /// @param expiry When to give up.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_acquire_until(std::size_t n, const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_acquire_until(std::size_t n, const std::chrono::time_point<Clock, Duration>& expiry,
                              AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant{&impl_.core},
                                                                  std::forward<AcquireToken>(token),
-                                                                 detail::deadline_at(deadline));
+                                                                 detail::deadline_at(expiry));
     }
 
-    /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up at `deadline`:
+    /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up at `expiry`:
     /// `async_acquire_permit_for` with a point in time instead of a duration.
     ///
     /// @par Completion signature
@@ -546,16 +546,16 @@ public:
     /// @tparam Clock The clock of the deadline, as for `async_acquire_until`.
     /// @tparam Duration The time point's duration.
     /// @param n The number of permits to acquire.
-    /// @param deadline When to give up.
+    /// @param expiry When to give up.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_acquire_permit_until(std::size_t n, const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_acquire_permit_until(std::size_t n, const std::chrono::time_point<Clock, Duration>& expiry,
                                     AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return async_acquire_as<void(boost::system::error_code, permit)>(
-            n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::deadline_at(deadline));
+            n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::deadline_at(expiry));
     }
 
     /// Takes `n` permits if that can be done at once, without waiting.
@@ -714,9 +714,9 @@ private:
     // An acquire whose handler receives what `grant` makes of the outcome: the shape the locks
     // build their scoped variants on.
     template <class Signature, class Grant, class Token, class Deadline = detail::no_deadline>
-    auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token, Deadline deadline = Deadline())
+    auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token, Deadline expiry = Deadline())
     {
-        initiate_async_acquire<Grant, Deadline> initiation(this, grant, deadline);
+        initiate_async_acquire<Grant, Deadline> initiation(this, grant, expiry);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
         if constexpr (!std::is_void_v<detail::awaitable_executor_t<Token>>)
             return detail::acquire_awaitable<Signature, std::decay_t<Token>>(n, initiation);

@@ -263,7 +263,7 @@ public:
         return semaphore_.async_acquire_for(max_readers_, timeout, std::forward<LockToken>(token));
     }
 
-    /// Starts an asynchronous exclusive lock that gives up at `deadline`: `async_lock_for` with
+    /// Starts an asynchronous exclusive lock that gives up at `expiry`: `async_lock_for` with
     /// a point in time instead of a duration.
     ///
     /// @par Completion signature
@@ -290,15 +290,15 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the lock can be had at once.
+    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
                           LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return semaphore_.async_acquire_until(max_readers_, deadline, std::forward<LockToken>(token));
+        return semaphore_.async_acquire_until(max_readers_, expiry, std::forward<LockToken>(token));
     }
 
     /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`, giving
@@ -342,7 +342,7 @@ public:
     }
 
     /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`, giving
-    /// up at `deadline`: `async_scoped_lock` with the deadline of `async_lock_until`.
+    /// up at `expiry`: `async_scoped_lock` with the deadline of `async_lock_until`.
     ///
     /// @par Completion signature
     /// `void(boost::system::error_code, std::unique_lock<basic_shared_mutex>)`, as for
@@ -369,17 +369,17 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the lock can be had at once.
+    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
                                  LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return scoped_lock_until<std::unique_lock<basic_shared_mutex>>(
-            max_readers_, std::forward<LockToken>(token), detail::deadline_at(deadline));
+            max_readers_, std::forward<LockToken>(token), detail::deadline_at(expiry));
     }
 
     /// Takes the exclusive lock if that can be done at once: fails while anyone holds the lock in
@@ -521,7 +521,7 @@ public:
         return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token));
     }
 
-    /// Starts an asynchronous shared lock that gives up at `deadline`: `async_lock_shared_for`
+    /// Starts an asynchronous shared lock that gives up at `expiry`: `async_lock_shared_for`
     /// with a point in time instead of a duration.
     ///
     /// @par Completion signature
@@ -548,15 +548,15 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the lock can be had at once.
+    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
                                  LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return semaphore_.async_acquire_until(1, deadline, std::forward<LockToken>(token));
+        return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token));
     }
 
     /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`, giving
@@ -601,7 +601,7 @@ public:
     }
 
     /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`, giving
-    /// up at `deadline`: `async_scoped_lock_shared` with the deadline of
+    /// up at `expiry`: `async_scoped_lock_shared` with the deadline of
     /// `async_lock_shared_until`.
     ///
     /// @par Completion signature
@@ -629,17 +629,17 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the lock can be had at once.
+    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_scoped_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
                                         LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return scoped_lock_until<std::shared_lock<basic_shared_mutex>>(1, std::forward<LockToken>(token),
-                                                                       detail::deadline_at(deadline));
+                                                                       detail::deadline_at(expiry));
     }
 
     /// Takes a share of the lock if that can be done at once: fails while a writer holds it,
@@ -695,10 +695,10 @@ public:
 private:
     // A lock of n permits whose handler receives a Lock that adopts it.
     template <class Lock, class LockToken, class Deadline>
-    auto scoped_lock_until(std::size_t n, LockToken&& token, Deadline deadline)
+    auto scoped_lock_until(std::size_t n, LockToken&& token, Deadline expiry)
     {
         return detail::access::async_acquire_as<void(boost::system::error_code, Lock)>(
-            semaphore_, n, detail::adopt_lock_grant<Lock>{this}, std::forward<LockToken>(token), deadline);
+            semaphore_, n, detail::adopt_lock_grant<Lock>{this}, std::forward<LockToken>(token), expiry);
     }
 
     static std::size_t checked(std::size_t max_readers)

@@ -228,7 +228,7 @@ public:
                           detail::deadline_after(timeout));
     }
 
-    /// Starts an exclusive lock that gives up at `deadline`: `async_lock_for` with a point in time
+    /// Starts an exclusive lock that gives up at `expiry`: `async_lock_for` with a point in time
     /// instead of a duration.
     ///
     /// @par Completion signature
@@ -264,17 +264,17 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the operation
+    /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
                           LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return plain_lock(detail::exclusive_mode, std::forward<LockToken>(token),
-                          detail::deadline_at(deadline));
+                          detail::deadline_at(expiry));
     }
 
     /// Starts `async_lock` whose handler receives a `unique_lock` that owns the lock.
@@ -410,18 +410,18 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the operation
+    /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
                                  LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return scoped_lock<std::unique_lock<basic_upgrade_mutex>>(
-            detail::exclusive_mode, std::forward<LockToken>(token), detail::deadline_at(deadline));
+            detail::exclusive_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
     }
 
     /// Starts an asynchronous shared lock. On success the caller holds a share of the lock and must
@@ -523,7 +523,7 @@ public:
                           detail::deadline_after(timeout));
     }
 
-    /// Starts a shared lock that gives up at `deadline`: `async_lock_shared_for` with a point in time
+    /// Starts a shared lock that gives up at `expiry`: `async_lock_shared_for` with a point in time
     /// instead of a duration.
     ///
     /// @par Completion signature
@@ -559,16 +559,16 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the operation
+    /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
                                  LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return plain_lock(detail::shared_mode, std::forward<LockToken>(token), detail::deadline_at(deadline));
+        return plain_lock(detail::shared_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
     }
 
     /// Starts `async_lock_shared` whose handler receives a `shared_lock` that owns the lock.
@@ -704,18 +704,18 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the operation
+    /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_scoped_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
                                         LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return scoped_lock<std::shared_lock<basic_upgrade_mutex>>(
-            detail::shared_mode, std::forward<LockToken>(token), detail::deadline_at(deadline));
+            detail::shared_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
     }
 
     /// Starts an asynchronous upgrade lock: a share of the lock that at most one holder has at a
@@ -818,7 +818,7 @@ public:
                           detail::deadline_after(timeout));
     }
 
-    /// Starts the upgrade lock that gives up at `deadline`: `async_lock_upgrade_for` with a point in time
+    /// Starts the upgrade lock that gives up at `expiry`: `async_lock_upgrade_for` with a point in time
     /// instead of a duration.
     ///
     /// @par Completion signature
@@ -854,17 +854,16 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the operation
+    /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock_upgrade_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_lock_upgrade_until(const std::chrono::time_point<Clock, Duration>& expiry,
                                   LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return plain_lock(detail::upgrade_mode, std::forward<LockToken>(token),
-                          detail::deadline_at(deadline));
+        return plain_lock(detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
     }
 
     /// Starts `async_lock_upgrade` whose handler receives a `upgrade_lock` that owns the lock.
@@ -1000,18 +999,18 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the operation
+    /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    upgrade_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock_upgrade_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_scoped_lock_upgrade_until(const std::chrono::time_point<Clock, Duration>& expiry,
                                          LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return scoped_lock<upgrade_lock<basic_upgrade_mutex>>(
-            detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_at(deadline));
+            detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
     }
 
     /// Starts an upgrade: the caller's upgrade lock becomes the exclusive lock, atomically, once
@@ -1121,7 +1120,7 @@ public:
                           detail::deadline_after(timeout));
     }
 
-    /// Starts an upgrade that gives up at `deadline`: `async_upgrade_for` with a point in time
+    /// Starts an upgrade that gives up at `expiry`: `async_upgrade_for` with a point in time
     /// instead of a duration.
     ///
     /// @par Completion signature
@@ -1156,17 +1155,17 @@ public:
     /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
     /// deadline of another clock is converted once, at the call, into the time left until it.
     /// @tparam Duration The time point's duration.
-    /// @param deadline When to give up; a deadline already past gives up unless the operation
+    /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   UpgradeToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_upgrade_until(const std::chrono::time_point<Clock, Duration>& deadline,
+    auto async_upgrade_until(const std::chrono::time_point<Clock, Duration>& expiry,
                              UpgradeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return plain_lock(detail::upgrading_mode, std::forward<UpgradeToken>(token),
-                          detail::deadline_at(deadline));
+                          detail::deadline_at(expiry));
     }
 
     /// Takes the exclusive lock if that can be done at once: fails while anyone holds the lock in
@@ -1313,18 +1312,18 @@ public:
 
 private:
     template <class LockToken, class Deadline>
-    auto plain_lock(std::size_t mode, LockToken&& token, Deadline deadline)
+    auto plain_lock(std::size_t mode, LockToken&& token, Deadline expiry)
     {
         return detail::async_upgrade_lock<void(boost::system::error_code)>(
-            executor_, impl_, mode, detail::mode_grant{&impl_}, std::forward<LockToken>(token), deadline);
+            executor_, impl_, mode, detail::mode_grant{&impl_}, std::forward<LockToken>(token), expiry);
     }
 
     template <class Lock, class LockToken, class Deadline>
-    auto scoped_lock(std::size_t mode, LockToken&& token, Deadline deadline)
+    auto scoped_lock(std::size_t mode, LockToken&& token, Deadline expiry)
     {
         return detail::async_upgrade_lock<void(boost::system::error_code, Lock)>(
             executor_, impl_, mode, detail::adopt_lock_grant<Lock>{this}, std::forward<LockToken>(token),
-            deadline);
+            expiry);
     }
 
     executor_type executor_;

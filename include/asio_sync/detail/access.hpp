@@ -27,10 +27,10 @@ struct access
     // without (detail/deadline.hpp), on which the mutexes build their locks.
     template <class Signature, class Semaphore, class Grant, class Token, class... Deadline>
     static auto async_acquire_as(Semaphore& semaphore, std::size_t n, const Grant& grant, Token&& token,
-                                 Deadline... deadline)
+                                 Deadline... expiry)
     {
         return semaphore.template async_acquire_as<Signature>(n, grant, std::forward<Token>(token),
-                                                              deadline...);
+                                                              expiry...);
     }
 
     // The service entry of a semaphore, for the locks built on one: their names in Asio's handler

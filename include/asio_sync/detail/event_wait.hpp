@@ -8,8 +8,8 @@
 
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/acquire_op.hpp>
-#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/event_core.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/detail/timed_acquire_op.hpp>
 
@@ -32,8 +32,8 @@ public:
     using executor_type = Executor;
     using grant_type = signal_grant;
 
-    initiate_event_wait(const Executor& ex, event_impl& impl, Deadline deadline = Deadline()) noexcept
-        : executor_(&ex), impl_(&impl), deadline_(deadline)
+    initiate_event_wait(const Executor& ex, event_impl& impl, Deadline expiry = Deadline()) noexcept
+        : executor_(&ex), impl_(&impl), deadline_(expiry)
     {
     }
 
@@ -59,10 +59,10 @@ private:
 };
 
 template <class Token, class Executor, class Deadline = no_deadline>
-auto async_event_wait(const Executor& ex, event_impl& impl, Token&& token, Deadline deadline = Deadline())
+auto async_event_wait(const Executor& ex, event_impl& impl, Token&& token, Deadline expiry = Deadline())
 {
     using signature = void(boost::system::error_code);
-    initiate_event_wait<Executor, Deadline> initiation(ex, impl, deadline);
+    initiate_event_wait<Executor, Deadline> initiation(ex, impl, expiry);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
     if constexpr (!std::is_void_v<awaitable_executor_t<Token>>)
         return acquire_awaitable<signature, std::decay_t<Token>>(1, initiation);

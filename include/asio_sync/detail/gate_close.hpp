@@ -7,8 +7,8 @@
 #define ASIO_SYNC_DETAIL_GATE_CLOSE_HPP
 
 #include <asio_sync/detail/acquire_op.hpp>
-#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/event_core.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/gate_count.hpp>
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/detail/timed_acquire_op.hpp>
@@ -28,8 +28,8 @@ public:
     using executor_type = Executor;
 
     initiate_gate_close(const Executor& ex, gate_count<>& count, event_impl& drained,
-                        Deadline deadline = Deadline()) noexcept
-        : executor_(&ex), count_(&count), drained_(&drained), deadline_(deadline)
+                        Deadline expiry = Deadline()) noexcept
+        : executor_(&ex), count_(&count), drained_(&drained), deadline_(expiry)
     {
     }
 

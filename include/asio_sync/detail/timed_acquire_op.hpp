@@ -90,9 +90,9 @@ public:
                                           IoExecutor>;
 
     timed_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, Engine& engine,
-                     service_entry& entry, deadline_type deadline)
+                     service_entry& entry, deadline_type ends_at)
         : acquire_op_base(&do_func), parts_(std::move(handler), io_ex, grant), alloc_(parts_.get_allocator()),
-          timer_(io_ex), deadline_(deadline), engine_(&engine),
+          timer_(io_ex), deadline_(ends_at), engine_(&engine),
           service_(entry.service.load(std::memory_order_acquire))
     {
         to_permit = Grant::to_permit;
@@ -100,10 +100,10 @@ public:
     }
 
     static timed_acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant,
-                                    Engine& engine, service_entry& entry, deadline_type deadline)
+                                    Engine& engine, service_entry& entry, deadline_type ends_at)
     {
         return allocate_op<timed_acquire_op>(get_handler_allocator(handler), std::move(handler), io_ex, grant,
-                                             engine, entry, deadline);
+                                             engine, entry, ends_at);
     }
 
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
@@ -210,7 +210,7 @@ struct timed_acquire
 // costs without a deadline or an observer, and reads no clock.
 template <class Engine, class Handler, class IoExecutor, class Grant, class Deadline>
 inline void start_acquire_until(Engine& engine, service_entry& entry, Handler handler,
-                                const IoExecutor& io_ex, std::size_t n, const Grant& grant, Deadline deadline)
+                                const IoExecutor& io_ex, std::size_t n, const Grant& grant, Deadline expiry)
 {
     if (engine.try_acquire(n, Grant::to_permit))
         return post_completion(std::move(handler), io_ex, grant, {}, n);
@@ -219,8 +219,8 @@ inline void start_acquire_until(Engine& engine, service_entry& entry, Handler ha
     if constexpr (std::is_same_v<Deadline, no_deadline>)
         start_other_acquire<acquire_op>(engine, observer, std::move(handler), io_ex, n, grant);
     else
-        start_other_acquire<timed_acquire<Engine>::template op>(
-            engine, observer, std::move(handler), io_ex, n, grant, engine, entry, deadline_of(deadline));
+        start_other_acquire<timed_acquire<Engine>::template op>(engine, observer, std::move(handler), io_ex,
+                                                                n, grant, engine, entry, deadline_of(expiry));
 }
 
 } // namespace asio_sync::detail

@@ -90,8 +90,8 @@ public:
     using grant_type = Grant;
 
     initiate_upgrade_lock(const Executor& ex, upgrade_impl& impl, const Grant& grant,
-                          Deadline deadline) noexcept
-        : executor_(&ex), impl_(&impl), grant_(grant), deadline_(deadline)
+                          Deadline expiry) noexcept
+        : executor_(&ex), impl_(&impl), grant_(grant), deadline_(expiry)
     {
     }
 
@@ -119,9 +119,9 @@ private:
 
 template <class Signature, class Token, class Executor, class Grant, class Deadline>
 auto async_upgrade_lock(const Executor& ex, upgrade_impl& impl, std::size_t mode, const Grant& grant,
-                        Token&& token, Deadline deadline)
+                        Token&& token, Deadline expiry)
 {
-    initiate_upgrade_lock<Executor, Grant, Deadline> initiation(ex, impl, grant, deadline);
+    initiate_upgrade_lock<Executor, Grant, Deadline> initiation(ex, impl, grant, expiry);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
     if constexpr (!std::is_void_v<awaitable_executor_t<Token>>)
         return acquire_awaitable<Signature, std::decay_t<Token>>(mode, initiation);

@@ -39,8 +39,8 @@ public:
     using executor_type = Executor;
     using grant_type = Grant;
 
-    initiate_async_acquire(basic_semaphore* self, const Grant& grant, Deadline deadline) noexcept
-        : self_(self), grant_(grant), deadline_(deadline)
+    initiate_async_acquire(basic_semaphore* self, const Grant& grant, Deadline expiry) noexcept
+        : self_(self), grant_(grant), deadline_(expiry)
     {
     }
 
