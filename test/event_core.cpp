@@ -140,6 +140,12 @@ public:
         });
     }
 
+    // A timed wait's timer expiring.
+    void time_out(std::size_t i)
+    {
+        asio_sync::test::time_out(core_, waiters_[i], [](waiter& x, waiter_outcome why) { x.complete(why); });
+    }
+
     void check_step() override
     {
         for (const waiter& x : waiters_)
@@ -270,6 +276,15 @@ BOOST_AUTO_TEST_CASE(cancel_vs_set)
                                          s.cancel(0);
                                      },
                                      [](scripted& s) { s.wait(1); }, [](scripted& s) { s.set(); }}));
+}
+
+// A deadline racing the set (a timed wait's timer expiring as the event is set): exactly one
+// outcome, granted or timed out, and the other waiter is let through.
+BOOST_AUTO_TEST_CASE(timeout_vs_set)
+{
+    report("timeout_vs_set", explore(false, 2,
+                                     {[](scripted& s) { s.wait(0); }, [](scripted& s) { s.time_out(0); },
+                                      [](scripted& s) { s.wait(1); }, [](scripted& s) { s.set(); }}));
 }
 
 BOOST_AUTO_TEST_CASE(reset_vs_wait_on_a_set_event)
