@@ -73,8 +73,8 @@ namespace asio_sync {
 /// lives inside it. Nothing else is allocated per wait.
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
-/// `try_acquire`, `release` of an unbounded semaphore while nobody waits, and an `async_acquire`
-/// satisfied at once are a lock-free compare-and-swap on one atomic word.
+/// `try_acquire`, `release` while nobody waits, and an `async_acquire` satisfied at once are a
+/// lock-free compare-and-swap on one atomic word, on a bounded semaphore too.
 ///
 /// **Memory ordering.** Everything a thread did before `release(n)` happens-before the
 /// completion handler (or the successful `try_acquire`) that receives any of those permits.
@@ -111,6 +111,11 @@ public:
     /// for: 2^62 - 1 on 64-bit platforms (`SIZE_MAX >> 2`: the two low bits of the internal
     /// counter hold flags). It is also the capacity of an unbounded semaphore.
     static constexpr std::size_t max_permits = detail::semaphore_core<>::max_permits;
+
+    /// The largest bound of a bounded semaphore: 2^31 - 1 on 64-bit platforms. A bounded
+    /// semaphore keeps its counter and the room left under its bound in the two halves of one
+    /// atomic word, so that a plain acquire or release is one compare-and-swap.
+    static constexpr std::size_t max_bound = detail::semaphore_core<>::max_bound;
 
     /// Constructs an unbounded semaphore that holds `initial_permits` permits.
     ///
@@ -150,7 +155,7 @@ public:
     /// @param ex The I/O executor: the default executor of completion handlers.
     /// @param initial_permits The permits in the counter at the start.
     /// @param bound The most permits ever in circulation.
-    /// @throws std::invalid_argument if `bound > max_permits` or `initial_permits > bound`.
+    /// @throws std::invalid_argument if `bound > max_bound` or `initial_permits > bound`.
     basic_semaphore(const executor_type& ex, std::size_t initial_permits, std::size_t bound);
 
     /// Constructs a bounded semaphore that uses the context's executor.
@@ -160,7 +165,7 @@ public:
     /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
     /// @param initial_permits The permits in the counter at the start.
     /// @param bound The most permits ever in circulation.
-    /// @throws std::invalid_argument if `bound > max_permits` or `initial_permits > bound`.
+    /// @throws std::invalid_argument if `bound > max_bound` or `initial_permits > bound`.
     template <
         class ExecutionContext,
         std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
@@ -584,8 +589,8 @@ public:
     /// They go to the oldest queued acquires first; the first waiter left partly served stops the
     /// hand-off (head-of-line order), and what no waiter needs returns to the counter. Completed
     /// waiters' handlers are posted after the internal lock is released, never invoked here.
-    /// Works after `close()` too. Lock-free on an unbounded semaphore while nobody waits and no
-    /// `reduce_permits` debt is open; otherwise the permits pay the debt first. May be called
+    /// Works after `close()` too. Lock-free while nobody waits and no `reduce_permits` debt is
+    /// open; otherwise the permits pay the debt first. May be called
     /// concurrently with any member function but the destructor. Everything the calling thread
     /// did before the call happens-before the completion (or successful `try_acquire`) that
     /// receives these permits.
@@ -593,9 +598,9 @@ public:
     /// On a bounded semaphore, the `n` permits enter circulation: the call fails if that would
     /// pass the bound (so releasing permits that were not acquired is caught here). Permits held
     /// by a `permit` object are given back through it, not with this function. A bounded release
-    /// takes the internal lock, where it sees every earlier hand-off complete: the plain acquires
-    /// that another release has just served are out of circulation, so two releases racing for
-    /// two queued acquires both fit.
+    /// that finds acquires queued takes the internal lock before it checks the bound, and there
+    /// sees every earlier hand-off complete: the plain acquires that another release has just
+    /// served are out of circulation, so two releases racing for two queued acquires both fit.
     ///
     /// @param n The number of permits to give back; 0 does nothing.
     /// @throws std::overflow_error if a bounded semaphore would have more than `capacity()`
@@ -621,8 +626,8 @@ public:
     /// here.
     ///
     /// @param n The number of permits to add.
-    /// @throws std::overflow_error if the bound or the counter would exceed `max_permits`.
-    /// Nothing changes.
+    /// @throws std::overflow_error if the bound would exceed `max_bound` (bounded) or the counter
+    /// `max_permits` (unbounded). Nothing changes.
     void add_permits(std::size_t n);
 
     /// Lowers the capacity at once by removing up to `n` permits from the counter, for good.

@@ -62,12 +62,6 @@ struct access
     }
 
     template <class Core>
-    static const auto& room(const Core& core) noexcept
-    {
-        return core.room_;
-    }
-
-    template <class Core>
     static const auto& mutex(const Core& core) noexcept
     {
         return core.mutex_;

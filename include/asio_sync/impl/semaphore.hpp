@@ -149,7 +149,9 @@ void basic_semaphore<Executor>::add_permits(std::size_t n)
 {
     detail::waiter_list done;
     if (!impl_.core.add(n, done))
-        boost::throw_exception(std::overflow_error("asio_sync: add_permits would exceed max_permits"));
+        boost::throw_exception(std::overflow_error(impl_.core.bounded()
+                                                       ? "asio_sync: add_permits would exceed max_bound"
+                                                       : "asio_sync: add_permits would exceed max_permits"));
     detail::complete_all(done, detail::relation::continuation);
 }
 
