@@ -361,6 +361,22 @@ BOOST_AUTO_TEST_CASE(predicate_wait_made_ready_vs_cancellation)
                     [](scripted& s) { s.make_ready_and_notify_one(); }, [](scripted& s) { s.cancel(0); }}));
 }
 
+// Two predicate waits, the notify_one that makes their state ready, and a per-operation
+// cancellation of the first. Whether the cancellation comes before the notification, while the
+// first wait relocks, or after it ended, someone is woken: a notification the first wait took and
+// did not use passes to the second (the end check fails on a waiter queued after a notification
+// that woke nobody).
+BOOST_AUTO_TEST_CASE(a_notification_taken_by_a_cancelled_predicate_wait_passes_on)
+{
+    report("a_notification_taken_by_a_cancelled_predicate_wait_passes_on",
+           explore(false, 2,
+                   {[](scripted& s) {
+                        s.predicate_wait(0);
+                        s.predicate_wait(1);
+                    },
+                    [](scripted& s) { s.make_ready_and_notify_one(); }, [](scripted& s) { s.cancel(0); }}));
+}
+
 // The same with cancel(): once the wait has started, cancel() counts it and ends it, in any phase.
 BOOST_AUTO_TEST_CASE(predicate_wait_vs_notify_vs_cancel_all)
 {

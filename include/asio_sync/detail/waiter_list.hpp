@@ -51,6 +51,11 @@ struct semaphore_waiter
     // A condition variable's predicate wait: a notification takes it out of the queue, but it may
     // queue again, and until it ends its engine still names it to a cancellation (see event_core).
     bool repeats = false;
+    // A predicate wait between rounds: whether a notify_one woke it alone (its notification then
+    // passes on if it is cancelled before it ends), and how a per-operation cancellation ended it
+    // (pending: none did). Kept apart from `outcome`, which the notifier reads after the unlock.
+    bool woken_alone = false;
+    waiter_outcome round_cancel = waiter_outcome::pending;
     // Who reports the wait, and since when it waits (see wait_observer); null unless observed.
     wait_observer* observer = nullptr;
     std::chrono::steady_clock::time_point queued_at{};
