@@ -150,7 +150,11 @@ void BM_barrier_round(benchmark::State& state)
     }
 }
 
-BENCHMARK_TEMPLATE(BM_barrier_round, ours)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
+BENCHMARK_TEMPLATE(BM_barrier_round, ours)
+    ->ArgNames({"tasks", "threads"})
+    ->Args({4, 1})
+    ->Args({4, 2})
+    ->UseRealTime();
 BENCHMARK_TEMPLATE(BM_barrier_round, timer_barrier)
     ->ArgNames({"tasks", "threads"})
     ->Args({4, 2})

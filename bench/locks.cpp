@@ -24,6 +24,7 @@
 
 #include <asio_sync/mutex.hpp>
 #include <asio_sync/shared_mutex.hpp>
+#include <asio_sync/upgrade_mutex.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -36,6 +37,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -71,6 +73,18 @@ boost::asio::awaitable<void> scoped_mutex_task(asio_sync::mutex& mtx, std::size_
     {
         std::unique_lock<asio_sync::mutex> lock = co_await mtx.async_scoped_lock(boost::asio::use_awaitable);
         ++counter;
+    }
+}
+
+// The timed lock: every lock that queues starts its timer (a deadline far away: none expires),
+// and the grant cancels it.
+boost::asio::awaitable<void> timed_mutex_task(asio_sync::mutex& mtx, std::size_t& counter)
+{
+    for (std::size_t i = 0; i < rounds; ++i)
+    {
+        co_await mtx.async_lock_for(std::chrono::seconds(60), boost::asio::use_awaitable);
+        ++counter;
+        mtx.unlock();
     }
 }
 
@@ -136,6 +150,11 @@ void run_mutex(benchmark::State& state, Task task, LockArgs... lock_args)
 void BM_mutex_async_lock(benchmark::State& state)
 {
     run_mutex<asio_sync::mutex>(state, mutex_task);
+}
+
+void BM_mutex_async_lock_for(benchmark::State& state)
+{
+    run_mutex<asio_sync::mutex>(state, timed_mutex_task);
 }
 
 void BM_mutex_async_scoped_lock(benchmark::State& state)
@@ -262,6 +281,21 @@ boost::asio::awaitable<void> shared_writer_task(SharedMutex& mtx, guarded_pair& 
     }
 }
 
+// The writer of an upgrade mutex that reads first: the upgrade lock (readers stay in), then the
+// upgrade once they have left, then the write of what it read.
+boost::asio::awaitable<void> upgrader_task(asio_sync::upgrade_mutex& mtx, guarded_pair& data)
+{
+    for (std::size_t i = 0; i < rounds; ++i)
+    {
+        co_await mtx.async_lock_upgrade(boost::asio::use_awaitable);
+        const auto seen = data.a;
+        co_await mtx.async_upgrade(boost::asio::use_awaitable);
+        data.a = seen + 1;
+        ++data.b;
+        mtx.unlock();
+    }
+}
+
 // Whether a batch did its work: every read ran and saw whole writes, every write landed.
 bool rw_batch_ok(const rw_counters& counters, const guarded_pair& data, std::size_t readers,
                  std::size_t writers)
@@ -270,8 +304,8 @@ bool rw_batch_ok(const rw_counters& counters, const guarded_pair& data, std::siz
            data.a == writers * rounds && data.b == data.a;
 }
 
-// Arguments: readers, writers, threads.
-template <class SharedMutex, class... LockArgs>
+// Arguments: readers, writers, threads. `Writer` is the writers' task.
+template <class SharedMutex, auto Writer = &shared_writer_task<SharedMutex>, class... LockArgs>
 void run_rwlock(benchmark::State& state, LockArgs... lock_args)
 {
     const auto readers = static_cast<std::size_t>(state.range(0));
@@ -295,7 +329,7 @@ void run_rwlock(benchmark::State& state, LockArgs... lock_args)
             run_coroutines(ctx, readers + writers, [&](std::size_t i) -> boost::asio::awaitable<void> {
                 if (i < readers)
                     return shared_reader_task(mtx, data, counters);
-                return shared_writer_task(mtx, data);
+                return Writer(mtx, data);
             });
         if (failures != 0 || !rw_batch_ok(counters, data, readers, writers) || !is_unlocked(mtx))
             state.SkipWithError("a task failed, an operation was lost, a reader saw a half-done write, "
@@ -306,6 +340,18 @@ void run_rwlock(benchmark::State& state, LockArgs... lock_args)
 void BM_shared_mutex(benchmark::State& state)
 {
     run_rwlock<asio_sync::shared_mutex>(state);
+}
+
+// The upgrade mutex as a plain reader-writer lock, then with writers that read under the upgrade
+// lock and upgrade.
+void BM_upgrade_mutex(benchmark::State& state)
+{
+    run_rwlock<asio_sync::upgrade_mutex>(state);
+}
+
+void BM_upgrade_mutex_upgraders(benchmark::State& state)
+{
+    run_rwlock<asio_sync::upgrade_mutex, &upgrader_task>(state);
 }
 
 // As many permits as readers, so that all of them can hold the lock at once, as with ours.
@@ -360,11 +406,17 @@ void BM_std_shared_mutex(benchmark::State& state)
 }
 
 BENCHMARK(BM_mutex_async_lock)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
+BENCHMARK(BM_mutex_async_lock_for)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
 BENCHMARK(BM_mutex_async_scoped_lock)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
 BENCHMARK(BM_channel_mutex)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
 BENCHMARK(BM_strand_semaphore_mutex)->ArgNames({"tasks", "threads"})->Args({4, 2})->UseRealTime();
 BENCHMARK(BM_std_mutex)->ArgNames({"threads"})->Args({4})->UseRealTime();
 BENCHMARK(BM_shared_mutex)->ArgNames({"readers", "writers", "threads"})->Args({4, 2, 2})->UseRealTime();
+BENCHMARK(BM_upgrade_mutex)->ArgNames({"readers", "writers", "threads"})->Args({4, 2, 2})->UseRealTime();
+BENCHMARK(BM_upgrade_mutex_upgraders)
+    ->ArgNames({"readers", "upgraders", "threads"})
+    ->Args({4, 2, 2})
+    ->UseRealTime();
 BENCHMARK(BM_strand_semaphore_rwlock)
     ->ArgNames({"readers", "writers", "threads"})
     ->Args({4, 2, 2})

@@ -53,6 +53,15 @@ def tokio(name, label="tokio::sync"):
     return Implementation("Tokio 1.24", label, "tokio", name)
 
 
+def floor(tasks, threads, per_round=False):
+    """The co_await post floor of a scenario of `tasks` coroutines on `threads` threads (bench/floor.cpp)."""
+    if per_round:
+        return cpp("bare reference", "co_await post, once per task and round (the floor)",
+                   f"BM_co_await_post_floor_per_round/tasks:{tasks}/threads:{threads}/real_time")
+    return cpp("bare reference", "co_await post per operation (the floor)",
+               f"BM_co_await_post_floor/tasks:{tasks}/threads:{threads}/real_time")
+
+
 def contended_scenario(tasks, permits, threads, headline=False):
     title = f"semaphore {tasks} tasks / {permits} permits, {threads} thread{'s' if threads > 1 else ''}"
     if headline:
@@ -62,6 +71,7 @@ def contended_scenario(tasks, permits, threads, headline=False):
         title,
         [
             cpp(OURS, "asio_sync::semaphore", f"BM_semaphore/{args}/threads:{threads}/real_time"),
+            floor(tasks, threads),
             cpp("Asio channel", "concurrent_channel", f"BM_channel/{args}/threads:{threads}/real_time"),
             cpp("strand + deque", "strand semaphore", f"BM_strand_semaphore/{args}/threads:{threads}/real_time"),
             cpp("std:: blocking", f"std::counting_semaphore, {tasks} threads",
@@ -92,6 +102,7 @@ def mutex_scenario(title, label, benchmark):
         title,
         [
             cpp(OURS, label, f"{benchmark}/{args}"),
+            floor(4, 2),
             cpp("Asio channel", "concurrent_channel of 1", f"BM_channel_mutex/{args}"),
             cpp("strand + deque", "strand semaphore of 1", f"BM_strand_semaphore_mutex/{args}"),
             cpp("std:: blocking", "std::mutex, 4 threads", "BM_std_mutex/threads:4/real_time"),
@@ -124,6 +135,7 @@ SCENARIOS = [
     contended_scenario(6, 5, 2),
     Scenario("mixed acquires 4, 10, 8 of 10 permits, 2 threads", [
         cpp(OURS, "async_acquire(n)", "BM_semaphore_mixed/real_time"),
+        floor(3, 2),
         cpp("strand + deque", "strand semaphore", "BM_strand_semaphore_mixed/real_time"),
         tokio("semaphore mixed 4,10,8 of 10 permits threads:2", "acquire_many"),
     ]),
@@ -131,12 +143,14 @@ SCENARIOS = [
     mutex_scenario("mutex 4 tasks, 2 threads, scoped lock", "async_scoped_lock", "BM_mutex_async_scoped_lock"),
     Scenario("rwlock 4 readers + 2 writers, 2 threads", [
         cpp(OURS, "shared_mutex", "BM_shared_mutex/readers:4/writers:2/threads:2/real_time"),
+        floor(6, 2),
         cpp("strand + deque", "strand semaphore of 4", "BM_strand_semaphore_rwlock/readers:4/writers:2/threads:2/real_time"),
         cpp("std:: blocking", "std::shared_mutex, 6 threads", "BM_std_shared_mutex/readers:4/writers:2/real_time"),
         tokio("rwlock readers:4 writers:2 threads:2", "RwLock"),
     ]),
     Scenario("barrier 4 tasks, 2 threads, per phase", [
         cpp(OURS, "async_arrive_and_wait", "BM_barrier_round<ours>/tasks:4/threads:2/real_time"),
+        floor(4, 2, per_round=True),
         cpp("Asio channel", "atomic count + 2 concurrent_channels",
             "BM_barrier_round<channel_barrier>/tasks:4/threads:2/real_time"),
         cpp("Asio timer", "strand + steady_timer cancelled to wake",
@@ -151,6 +165,7 @@ SCENARIOS = [
     ]),
     Scenario("notify hand-off between 2 coroutines, 2 threads", [
         cpp(OURS, "condition_variable + mutex", "BM_condition_variable_notify_one/threads:2/real_time"),
+        floor(2, 2),
         cpp("Asio timer", "steady_timer cancelled to wake, on a strand", "BM_timer_cancel_handoff/threads:2/real_time"),
         cpp("Asio channel", "concurrent_channel per direction", "BM_channel_handoff/threads:2/real_time"),
         tokio("notify handoff threads:2", "Notify per direction + Mutex"),
@@ -287,6 +302,10 @@ def scenario_table(measurements):
     return lines
 
 
+def is_contended(scenario):
+    return any(i.name.startswith("BM_co_await_post_floor") for i in scenario.implementations)
+
+
 def find_scenario(prefix):
     return next(s for s in SCENARIOS if s.title.startswith(prefix))
 
@@ -318,12 +337,25 @@ def targets_table(measurements):
     lines.append(target_row("coroutine acquire of a free permit cheaper than co_await post",
                             peer_ratio(measurements, find_scenario("uncontended coroutine acquire"), "bare reference"),
                             1.0, strict=True))
+    # Every contended scenario (those with a floor): at most Tokio's time, at most 1.2x one bare hop
+    # per operation.
+    for scenario in SCENARIOS:
+        if not is_contended(scenario):
+            continue
+        name = scenario.title.replace(" (headline)", "")
+        if any(i.kind == "Tokio 1.24" for i in scenario.implementations):
+            lines.append(target_row(f"{name}: at most Tokio's time",
+                                    peer_ratio(measurements, scenario, "Tokio 1.24"), 1.0))
+        lines.append(target_row(f"{name}: within 1.2x of the co_await post floor",
+                                peer_ratio(measurements, scenario, "bare reference"), 1.2))
+    notify = measurement_of(measurements, find_scenario("notify hand-off").ours()).median()
+    mutex = measurement_of(measurements, find_scenario("mutex 4 tasks, 2 threads").ours()).median()
+    lines.append(target_row("notify hand-off within 1.2x of the mutex 4 tasks row",
+                            None if notify is None or mutex is None else notify / mutex, 1.2))
     for prefix, name in (("semaphore 8 tasks / 2 permits", "8 tasks / 2 permits"),
                          ("mutex 4 tasks, 2 threads", "mutex 4 tasks"),
                          ("rwlock", "rwlock 4 readers + 2 writers")):
         scenario = find_scenario(prefix)
-        lines.append(target_row(f"{name} faster than Tokio", peer_ratio(measurements, scenario, "Tokio 1.24"),
-                                1.0, strict=True))
         for kind in ("Asio channel", "strand + deque"):
             if any(i.kind == kind for i in scenario.implementations):
                 lines.append(target_row(f"{name} at least 2x faster than the {kind} semaphore",

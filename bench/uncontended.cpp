@@ -16,7 +16,9 @@
 // concurrent_channel of capacity 1 used as a semaphore (support/channel_semaphore.hpp) and the
 // strand-plus-deque semaphore.
 
+#include <asio_sync/mutex.hpp>
 #include <asio_sync/semaphore.hpp>
+#include <asio_sync/upgrade_mutex.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -28,6 +30,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <semaphore>
@@ -220,6 +223,42 @@ BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, io_semaphore);
 BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, channel_semaphore);
 BENCHMARK_TEMPLATE(BM_async_acquire_release_callback, strand_semaphore);
 
+// The chain with a timed lock of a mutex, which finds it free: no timer starts, so it should cost
+// what the plain acquire costs.
+struct timed_lock_link
+{
+    asio_sync::mutex* mtx;
+    benchmark::IterationCount* remaining;
+    benchmark::IterationCount* executed;
+
+    void operator()(boost::system::error_code ec) const
+    {
+        if (ec)
+            return;
+        ++*executed;
+        mtx->unlock();
+        if (--*remaining != 0)
+            mtx->async_lock_for(std::chrono::seconds(60), *this);
+    }
+};
+
+void BM_mutex_async_lock_for_unlock_callback(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    asio_sync::mutex mtx(ctx);
+    benchmark::IterationCount executed = 0;
+    while (state.KeepRunningBatch(chain_length))
+    {
+        benchmark::IterationCount remaining = chain_length;
+        ctx.restart();
+        mtx.async_lock_for(std::chrono::seconds(60), timed_lock_link{&mtx, &remaining, &executed});
+        ctx.run();
+    }
+    if (executed != state.iterations() || !mtx.try_lock())
+        state.SkipWithError("timed lock chain broke off or left the mutex locked");
+}
+BENCHMARK(BM_mutex_async_lock_for_unlock_callback);
+
 template <class Semaphore>
 boost::asio::awaitable<void> acquire_loop(Semaphore& sem, benchmark::IterationCount count,
                                           benchmark::IterationCount& executed)
@@ -277,6 +316,32 @@ void BM_async_acquire_release_coroutine(benchmark::State& state)
 BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, asio_sync::semaphore);
 BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, channel_semaphore);
 BENCHMARK_TEMPLATE(BM_async_acquire_release_coroutine, strand_semaphore);
+
+// An upgrade with nobody else in: the upgrade lock, the upgrade and the unlock, each granted at
+// once, from a coroutine. The time column is per round of the three.
+boost::asio::awaitable<void> upgrade_loop(asio_sync::upgrade_mutex& mtx, benchmark::IterationCount count,
+                                          benchmark::IterationCount& executed)
+{
+    for (benchmark::IterationCount i = 0; i < count; ++i)
+    {
+        co_await mtx.async_lock_upgrade(boost::asio::use_awaitable);
+        co_await mtx.async_upgrade(boost::asio::use_awaitable);
+        mtx.unlock();
+        ++executed;
+    }
+}
+
+void BM_upgrade_mutex_lock_upgrade_upgrade_unlock(benchmark::State& state)
+{
+    boost::asio::io_context ctx(1);
+    asio_sync::upgrade_mutex mtx(ctx);
+    benchmark::IterationCount executed = 0;
+    run_coroutine_batches(
+        state, ctx, [&] { return upgrade_loop(mtx, chain_length, executed); }, executed);
+    if (!mtx.try_lock())
+        state.SkipWithError("the upgrade loop left the mutex locked");
+}
+BENCHMARK(BM_upgrade_mutex_lock_upgrade_upgrade_unlock);
 
 void BM_co_await_post(benchmark::State& state)
 {

@@ -11,18 +11,23 @@
 
 /// @namespace asio_sync
 /// Asynchronous synchronization primitives for Boost.Asio: asio_sync::basic_semaphore,
-/// asio_sync::basic_mutex, asio_sync::basic_shared_mutex and their error codes,
-/// asio_sync::error. Everything in the nested `detail` namespace is internal.
+/// asio_sync::basic_mutex, asio_sync::basic_shared_mutex, asio_sync::basic_upgrade_mutex and
+/// the rest of the family, and their error codes, asio_sync::error. Everything in the nested `detail` namespace is internal.
 
 #include <asio_sync/auto_reset_event.hpp>
 #include <asio_sync/barrier.hpp>
 #include <asio_sync/condition_variable.hpp>
 #include <asio_sync/error.hpp>
 #include <asio_sync/gate.hpp>
+#include <asio_sync/holder_registry.hpp>
 #include <asio_sync/latch.hpp>
 #include <asio_sync/manual_reset_event.hpp>
 #include <asio_sync/mutex.hpp>
 #include <asio_sync/semaphore.hpp>
 #include <asio_sync/shared_mutex.hpp>
+#include <asio_sync/upgrade_lock.hpp>
+#include <asio_sync/upgrade_mutex.hpp>
+#include <asio_sync/wait_histogram.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #endif // ASIO_SYNC_HPP

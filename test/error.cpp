@@ -18,7 +18,7 @@
 namespace {
 
 constexpr asio_sync::error all_errors[] = {asio_sync::error::closed, asio_sync::error::too_many_permits,
-                                           asio_sync::error::timed_out};
+                                           asio_sync::error::timed_out, asio_sync::error::no_upgrade_lock};
 
 } // namespace
 

@@ -12,6 +12,7 @@
 #include <asio_sync/gate.hpp>
 
 #include "support/counting_allocator.hpp"
+#include "support/deadline_checks.hpp"
 #include "support/event_checks.hpp"
 #include "support/fault_injection.hpp"
 #include "support/handler.hpp"
@@ -125,9 +126,53 @@ void leave(gate_with_one_task& x)
     x.task.release();
 }
 
+// The timed closes, for the table of test/support/deadline_checks.hpp: a guard alive blocks the
+// close; its release drains the gate, which lets every close through and leaves it drained.
+struct timed_close
+{
+    static constexpr const char* name = "gate.async_close_for/until";
+    static constexpr bool destroying_grants = true;
+
+    struct object
+    {
+        explicit object(asio::io_context& io) : entries(io) {}
+
+        gate entries;
+        gate::guard held; // declared after the gate: released before it goes
+    };
+
+    static void block(object& o)
+    {
+        o.held = o.entries.try_enter();
+        BOOST_TEST_REQUIRE(static_cast<bool>(o.held));
+    }
+    static void grant(object& o) { o.held.release(); }
+    static void release(object&) {}
+    static bool idle(object& o) { return o.entries.count() == 0 && !o.held; }
+
+    template <class Duration, class Token>
+    static auto wait_for(object& o, Duration d, Token&& token)
+    {
+        return o.entries.async_close_for(d, std::forward<Token>(token));
+    }
+
+    template <class TimePoint, class Token>
+    static auto wait_until(object& o, TimePoint t, Token&& token)
+    {
+        return o.entries.async_close_until(t, std::forward<Token>(token));
+    }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(gate_suite)
+
+BOOST_DATA_TEST_CASE(every_timed_close,
+                     boost::unit_test::data::make(asio_sync::test::deadline_checks<timed_close>::all()),
+                     check)
+{
+    check.run();
+}
 
 BOOST_AUTO_TEST_CASE(construction_and_observers)
 {

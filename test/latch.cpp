@@ -9,6 +9,7 @@
 #include <asio_sync/latch.hpp>
 
 #include "support/counting_allocator.hpp"
+#include "support/deadline_checks.hpp"
 #include "support/event_checks.hpp"
 #include "support/handler.hpp"
 
@@ -43,9 +44,49 @@ void count_down_once(latch_of_one& l)
     l.count_down();
 }
 
+// The timed waits, for the table of test/support/deadline_checks.hpp. The latch counts one: it
+// blocks until that count_down, which opens it for good.
+struct timed_wait
+{
+    static constexpr const char* name = "latch.async_wait_for/until";
+
+    struct object : asio_sync::latch
+    {
+        explicit object(asio::io_context& io) : asio_sync::latch(io, 1) {}
+        bool blocked = false; // else the first wait opens it
+    };
+
+    static void block(object& l) { l.blocked = true; }
+    static void grant(object& l) { l.count_down(); }
+    static void release(object&) {}
+    static bool idle(object& l) { return l.try_wait(); }
+
+    template <class Duration, class Token>
+    static auto wait_for(object& l, Duration d, Token&& token)
+    {
+        if (!l.blocked && !l.try_wait())
+            l.count_down();
+        return l.async_wait_for(d, std::forward<Token>(token));
+    }
+
+    template <class TimePoint, class Token>
+    static auto wait_until(object& l, TimePoint t, Token&& token)
+    {
+        if (!l.blocked && !l.try_wait())
+            l.count_down();
+        return l.async_wait_until(t, std::forward<Token>(token));
+    }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(latch_suite)
+
+BOOST_DATA_TEST_CASE(every_timed_wait,
+                     boost::unit_test::data::make(asio_sync::test::deadline_checks<timed_wait>::all()), check)
+{
+    check.run();
+}
 
 BOOST_AUTO_TEST_CASE(construction_and_observers)
 {

@@ -8,6 +8,7 @@
 
 #include <asio_sync/manual_reset_event.hpp>
 
+#include "support/deadline_checks.hpp"
 #include "support/event_checks.hpp"
 #include "support/fault_injection.hpp"
 #include "support/handler.hpp"
@@ -46,9 +47,44 @@ void set(manual_reset_event& event)
     event.set();
 }
 
+// The timed waits, for the table of test/support/deadline_checks.hpp. The event starts set; a
+// clear one blocks. A set lets every wait through, so a successful wait holds nothing.
+struct timed_wait
+{
+    static constexpr const char* name = "manual_reset_event.async_wait_for/until";
+
+    struct object : asio_sync::manual_reset_event
+    {
+        explicit object(asio::io_context& io) : asio_sync::manual_reset_event(io, true) {}
+    };
+
+    static void block(object& e) { e.reset(); }
+    static void grant(object& e) { e.set(); }
+    static void release(object&) {}
+    static bool idle(object& e) { return e.is_set(); }
+
+    template <class Duration, class Token>
+    static auto wait_for(object& e, Duration d, Token&& token)
+    {
+        return e.async_wait_for(d, std::forward<Token>(token));
+    }
+
+    template <class TimePoint, class Token>
+    static auto wait_until(object& e, TimePoint t, Token&& token)
+    {
+        return e.async_wait_until(t, std::forward<Token>(token));
+    }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(manual_reset_event_suite)
+
+BOOST_DATA_TEST_CASE(every_timed_wait,
+                     boost::unit_test::data::make(asio_sync::test::deadline_checks<timed_wait>::all()), check)
+{
+    check.run();
+}
 
 BOOST_AUTO_TEST_CASE(construction_and_observers)
 {

@@ -4,6 +4,7 @@
 // file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
 
 #define BOOST_TEST_MODULE mutex
+#include <support/deadline_checks.hpp>
 #include <support/lock_checks.hpp> // the mutexes, Asio, Boost.Test, the standard headers, helpers
 
 #include <boost/asio/any_io_executor.hpp>
@@ -24,9 +25,52 @@ struct locked
     locked() { BOOST_TEST_REQUIRE(mtx.try_lock()); }
 };
 
+// The timed locks, for the table of test/support/deadline_checks.hpp: plain, and scoped (the
+// guard the handler receives is taken over, so that release() gives it back like a plain lock).
+template <bool Scoped>
+struct timed_lock
+{
+    static constexpr const char* name =
+        Scoped ? "mutex.async_scoped_lock_for/until" : "mutex.async_lock_for/until";
+
+    using object = asio_sync::mutex;
+
+    static void block(object& m) { BOOST_TEST_REQUIRE(m.try_lock()); }
+    static void grant(object& m) { m.unlock(); }
+    static void release(object& m) { m.unlock(); }
+
+    static bool idle(object& m) { return test::unlocked_now(m); }
+
+    template <class Duration, class Token>
+    static auto wait_for(object& m, Duration d, Token&& token)
+    {
+        if constexpr (Scoped && std::is_invocable_v<Token, error_code>)
+            return m.async_scoped_lock_for(d, test::take_guard(std::forward<Token>(token)));
+        else
+            return m.async_lock_for(d, std::forward<Token>(token));
+    }
+
+    template <class TimePoint, class Token>
+    static auto wait_until(object& m, TimePoint t, Token&& token)
+    {
+        if constexpr (Scoped && std::is_invocable_v<Token, error_code>)
+            return m.async_scoped_lock_until(t, test::take_guard(std::forward<Token>(token)));
+        else
+            return m.async_lock_until(t, std::forward<Token>(token));
+    }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(mutex)
+
+BOOST_DATA_TEST_CASE(every_timed_lock,
+                     boost::unit_test::data::make(test::deadline_checks<timed_lock<false>>::all()) +
+                         boost::unit_test::data::make(test::deadline_checks<timed_lock<true>>::all()),
+                     check)
+{
+    check.run();
+}
 
 // One test case per entry of the shared table, so that each token and scenario fails on its own.
 BOOST_DATA_TEST_CASE(every_token_and_scoped_lock,

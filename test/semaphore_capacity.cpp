@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -31,6 +32,7 @@ using boost::system::error_code;
 using permit = asio_sync::semaphore::permit;
 
 constexpr std::size_t max_permits = asio_sync::semaphore::max_permits;
+constexpr std::size_t max_bound = asio_sync::semaphore::max_bound;
 
 // How long any single wait may take before the test gives up. It only turns a hang into a
 // failure; no outcome depends on it.
@@ -115,11 +117,14 @@ BOOST_AUTO_TEST_SUITE(semaphore_capacity)
 
 BOOST_FIXTURE_TEST_CASE(bounded_construction_checks_its_arguments, fixture)
 {
-    BOOST_CHECK_THROW(asio_sync::semaphore(io, 0, max_permits + 1), std::invalid_argument);
-    BOOST_CHECK_THROW(asio_sync::semaphore(io.get_executor(), 0, max_permits + 1), std::invalid_argument);
+    // The counter and the room share a word: a bound takes at most half of it.
+    static_assert(max_bound == (std::size_t(1) << (std::numeric_limits<std::size_t>::digits - 2) / 2) - 1);
+    BOOST_CHECK_THROW(asio_sync::semaphore(io, 0, max_bound + 1), std::invalid_argument);
+    BOOST_CHECK_THROW(asio_sync::semaphore(io.get_executor(), 0, max_bound + 1), std::invalid_argument);
+    BOOST_CHECK_THROW(asio_sync::semaphore(io, 0, max_permits), std::invalid_argument);
     BOOST_CHECK_THROW(asio_sync::semaphore(io, 4, 3), std::invalid_argument);
     BOOST_CHECK_THROW(asio_sync::semaphore(io.get_executor(), 1, 0), std::invalid_argument);
-    BOOST_CHECK_THROW(asio_sync::semaphore(io, max_permits + 1, max_permits), std::invalid_argument);
+    BOOST_CHECK_THROW(asio_sync::semaphore(io, max_bound + 1, max_bound), std::invalid_argument);
 
     asio_sync::semaphore full(io, 3, 3);
     check_state(full, 3, 0, 3);
@@ -127,8 +132,15 @@ BOOST_FIXTURE_TEST_CASE(bounded_construction_checks_its_arguments, fixture)
     check_state(partly, 1, 0, 5);
     asio_sync::semaphore empty(io, 0, 0);
     check_state(empty, 0, 0, 0);
-    asio_sync::semaphore largest(io, max_permits, max_permits);
-    check_state(largest, max_permits, 0, max_permits);
+    asio_sync::semaphore largest(io, max_bound, max_bound);
+    check_state(largest, max_bound, 0, max_bound);
+    // The whole bound moves through the counter and the room, neither spilling into the other.
+    BOOST_TEST(largest.try_acquire(max_bound));
+    check_state(largest, 0, 0, max_bound);
+    BOOST_TEST(!largest.try_release(max_bound + 1));
+    largest.release(max_bound);
+    check_state(largest, max_bound, 0, max_bound);
+    BOOST_TEST(!largest.try_release(1));
 
     asio_sync::semaphore unbounded(io, 3);
     check_state(unbounded, 3, 0, max_permits);
@@ -382,14 +394,14 @@ BOOST_FIXTURE_TEST_CASE(add_permits_overflow_throws_and_changes_nothing, fixture
     BOOST_CHECK_THROW(unbounded.add_permits(1), std::overflow_error);
     BOOST_TEST(unbounded.available() == max_permits);
 
-    asio_sync::semaphore bounded(io, 0, max_permits - 1);
+    asio_sync::semaphore bounded(io, 0, max_bound - 1);
     auto waiter = record_acquire(bounded, 1);
     BOOST_CHECK_THROW(bounded.add_permits(2), std::overflow_error);
-    check_state(bounded, 0, 1, max_permits - 1); // the waiter was not served
+    check_state(bounded, 0, 1, max_bound - 1); // the waiter was not served
     poll(io);
     BOOST_TEST(!waiter->done());
     bounded.add_permits(1);
-    check_state(bounded, 0, 0, max_permits);
+    check_state(bounded, 0, 0, max_bound);
     run(io);
     check_completed(*waiter, success);
 

@@ -52,8 +52,8 @@ namespace {
 using checked_core = asio_sync::detail::semaphore_core<dsched::atomic, dsched::mutex>;
 
 // The debt, the room a bounded core keeps for plain releases, and a check of the core's own
-// bookkeeping (null when consistent): private state of the real core, read through
-// detail::access. The broken variants below provide the first two as members.
+// bookkeeping (null when consistent): the debt and the word are private state of the real core,
+// read through detail::access. The broken variants below provide the first two as members.
 template <class Core>
 struct probe
 {
@@ -66,7 +66,7 @@ template <>
 struct probe<checked_core>
 {
     static std::size_t debt(const checked_core& c) { return access::debt(c); }
-    static std::size_t room(const checked_core& c) { return access::room(c).load(); }
+    static std::size_t room(const checked_core& c) { return c.room(); }
 
     static const char* inconsistency(const checked_core& c)
     {
@@ -958,6 +958,67 @@ std::unique_ptr<scripted<Core>> bounded_two_releases_vs_a_queued_permit_acquire(
         [](h& s) { s.acquire_permit(s.w(0), 1); });
 }
 
+// A plain acquire of 2 on a bounded semaphore of 2 with nothing in the counter, racing two plain
+// releases of permits nobody held. A release that comes before the acquire drained the counter
+// puts its permit there lock-free (the room and the counter in one step), and the acquire drains
+// it; one that comes after finds the flag and hands its permit off under the mutex. Neither is
+// refused, and the acquire gets both.
+template <class Core>
+std::unique_ptr<scripted<Core>> bounded_releases_vs_a_draining_acquire()
+{
+    using h = harness<Core>;
+    return std::make_unique<scripted<Core>>(
+        config{.waiters = 1, .bound = 2},
+        bodies<Core>{[](h& s) { s.acquire(s.w(0), 2); }, [](h& s) { s.give(1); }, [](h& s) { s.give(1); }},
+        [](h& s) {
+            if (s.refused() != 0 || !s.w(0).granted() || s.core().available() != 0)
+                s.fail("both releases should reach the acquire of 2");
+        });
+}
+
+// One queued plain acquire on a semaphore bounded at 1 (an auto_reset_event with one wait), two
+// plain releases, and a plain try_acquire + release pair. Whichever release serves the waiter,
+// the waiter's permit leaves circulation under the mutex, so the other release fits: lock-free if
+// the hand-off has cleared the flag, under the mutex if not. The try pair either finds that
+// permit in the counter, and its release fits, or finds nothing.
+template <class Core>
+std::unique_ptr<scripted<Core>> bounded_releases_vs_hand_off_vs_try_pair()
+{
+    using h = harness<Core>;
+    return std::make_unique<scripted<Core>>(
+        config{.waiters = 1, .bound = 1},
+        bodies<Core>{[](h& s) { s.give(1); }, [](h& s) { s.give(1); },
+                     [](h& s) {
+                         if (s.try_acquire(1) && !s.release(1))
+                             s.fail("a plain release after a plain acquire did not fit");
+                     }},
+        [](h& s) {
+            if (s.refused() != 0 || !s.w(0).granted() || s.core().available() != 1)
+                s.fail("one release should serve the waiter, the other end in the counter");
+        },
+        [](h& s) { s.acquire(s.w(0), 1); });
+}
+
+// A permit object forgets its permit (raising the room, lock-free) while a plain release serves
+// the only waiter and clears the flag: the step that publishes the surplus keeps the room the
+// forget added, whichever comes first.
+template <class Core>
+std::unique_ptr<scripted<Core>> bounded_permit_forget_vs_hand_off()
+{
+    using h = harness<Core>;
+    return std::make_unique<scripted<Core>>(
+        config{.initial = 1, .waiters = 1, .bound = 2},
+        bodies<Core>{[](h& s) { s.give(1); }, [](h& s) { s.forget_permit(1); }},
+        [](h& s) {
+            if (s.refused() != 0 || !s.w(0).granted())
+                s.fail("the release should serve the waiter");
+        },
+        [](h& s) {
+            s.try_acquire_permit(1);
+            s.acquire(s.w(0), 1);
+        });
+}
+
 // Time limits expiring as the permits arrive, on a bounded semaphore: a permit acquire of 2 that
 // collected 1, a plain acquire of 1 behind it, a plain release of 1. Each timed waiter has exactly
 // one outcome; a timed-out head's permit goes to the waiter behind (the step and end checks
@@ -1452,6 +1513,9 @@ ASIO_SYNC_EXHAUSTIVE(bounded_reduce_vs_oversized_acquire)
 ASIO_SYNC_EXHAUSTIVE(bounded_two_releases_vs_two_queued_acquires)
 ASIO_SYNC_EXHAUSTIVE(bounded_two_releases_vs_a_cancelled_queued_acquire)
 ASIO_SYNC_EXHAUSTIVE(bounded_two_releases_vs_a_queued_permit_acquire)
+ASIO_SYNC_EXHAUSTIVE(bounded_releases_vs_a_draining_acquire)
+ASIO_SYNC_EXHAUSTIVE(bounded_releases_vs_hand_off_vs_try_pair)
+ASIO_SYNC_EXHAUSTIVE(bounded_permit_forget_vs_hand_off)
 ASIO_SYNC_EXHAUSTIVE(timeout_vs_grant)
 ASIO_SYNC_EXHAUSTIVE(close_vs_forget_vs_reduce)
 
@@ -1465,6 +1529,54 @@ BOOST_AUTO_TEST_CASE(random_schedules_of_a_larger_bounded_mix)
 {
     const auto e = dsched::explore_random([] { return random_bounded_mix<checked_core>(); }, 20000, 20261123);
     report("random_bounded_mix", e);
+}
+
+// A mutex that counts how often it is taken, for the claims of the lock-free paths.
+class counting_mutex
+{
+public:
+    void lock()
+    {
+        mutex_.lock();
+        ++locks_;
+    }
+    void unlock() { mutex_.unlock(); }
+    std::size_t locks() const { return locks_; }
+
+private:
+    std::mutex mutex_;
+    std::size_t locks_ = 0;
+};
+
+// A bounded core's plain try_acquire and release are each one CAS while nothing is diverted: the
+// mutex is taken only by a release that finds someone queued, or that is refused.
+BOOST_AUTO_TEST_CASE(bounded_plain_acquire_and_release_take_no_lock_while_nothing_is_diverted)
+{
+    using core_type = asio_sync::detail::semaphore_core<std::atomic, counting_mutex>;
+    core_type core(1, 2);
+    const counting_mutex& mutex = access::mutex(core);
+    waiter_list done;
+    BOOST_TEST(core.try_acquire(1));
+    BOOST_TEST(core.release(1, done));
+    BOOST_TEST(core.release(1, done)); // a permit nobody held: room for it
+    BOOST_TEST(core.try_acquire(2));
+    BOOST_TEST(core.release(2, done));
+    BOOST_TEST(mutex.locks() == 0u);
+    BOOST_TEST((core.available() == 2 && core.room() == 0));
+
+    BOOST_TEST(!core.release(1, done)); // refused: decided under the mutex
+    BOOST_TEST(mutex.locks() == 1u);
+
+    BOOST_TEST(core.try_acquire(2));
+    semaphore_waiter w;
+    BOOST_TEST((core.enqueue(w, 1) == waiter_outcome::pending));
+    BOOST_TEST(mutex.locks() == 2u);
+    BOOST_TEST(core.release(1, done)); // the waiter is served under the mutex
+    BOOST_TEST(mutex.locks() == 3u);
+    BOOST_TEST((done.pop_front() == &w && w.outcome == waiter_outcome::granted));
+    BOOST_TEST(core.release(1, done)); // the queue is empty again: lock-free
+    BOOST_TEST(mutex.locks() == 3u);
+    BOOST_TEST((core.available() == 1 && core.room() == 1));
 }
 
 // The checker must be able to fail: each broken variant is caught by the scenario that targets it.

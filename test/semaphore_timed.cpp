@@ -7,6 +7,7 @@
 #include <asio_sync/semaphore.hpp>
 
 #include <support/counting_allocator.hpp>
+#include <support/deadline_checks.hpp>
 #include <support/handler.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -187,9 +188,70 @@ void run_past(asio::io_context& io, std::chrono::steady_clock::duration delay)
     poll(io);
 }
 
+// The timed acquires of one permit, for the table of test/support/deadline_checks.hpp that every
+// timed wait of the family goes through.
+struct timed_acquire
+{
+    static constexpr const char* name = "semaphore.async_acquire_for/until";
+
+    struct object : asio_sync::semaphore
+    {
+        explicit object(asio::io_context& io) : asio_sync::semaphore(io, 1) {}
+    };
+
+    static void block(object& sem) { BOOST_TEST_REQUIRE(sem.try_acquire()); }
+    static void grant(object& sem) { sem.release(); }
+    static void release(object& sem) { sem.release(); }
+    static bool idle(object& sem) { return sem.available() == 1 && sem.waiting() == 0; }
+
+    template <class Duration, class Token>
+    static auto wait_for(object& sem, Duration d, Token&& token)
+    {
+        return sem.async_acquire_for(1, d, std::forward<Token>(token));
+    }
+
+    template <class TimePoint, class Token>
+    static auto wait_until(object& sem, TimePoint t, Token&& token)
+    {
+        return sem.async_acquire_until(1, t, std::forward<Token>(token));
+    }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(semaphore_timed)
+
+BOOST_DATA_TEST_CASE(every_timed_acquire,
+                     boost::unit_test::data::make(test::deadline_checks<timed_acquire>::all()), check)
+{
+    check.run();
+}
+
+// A permit acquire with a deadline: a permit holding n on success, an empty one on timed_out,
+// for a steady_clock and a system_clock deadline alike.
+BOOST_FIXTURE_TEST_CASE(a_permit_acquire_until_a_deadline, semaphore_with<0>)
+{
+    std::vector<std::pair<error_code, std::size_t>> got;
+    const auto record_permit = [&got](error_code ec, permit p) { got.emplace_back(ec, p.count()); };
+    sem.async_acquire_permit_until(2, std::chrono::steady_clock::now() + 1ms, record_permit);
+    sem.async_acquire_permit_until(1, std::chrono::system_clock::now() - 1h, record_permit);
+    run(io);
+    BOOST_TEST_REQUIRE(got.size() == 2u);
+    for (const auto& [ec, count] : got)
+    {
+        BOOST_TEST(ec == timed_out);
+        BOOST_TEST(count == 0u);
+    }
+    got.clear();
+    sem.async_acquire_permit_until(2, std::chrono::system_clock::now() + never, record_permit);
+    poll(io);
+    sem.release(2);
+    run(io);
+    BOOST_TEST_REQUIRE(got.size() == 1u);
+    BOOST_TEST(!got[0].first);
+    BOOST_TEST(got[0].second == 2u);
+    check_counts(sem, 2, 0); // the permit gave them back
+}
 
 BOOST_FIXTURE_TEST_CASE(times_out_with_timed_out_and_holds_nothing, semaphore_with<0>)
 {

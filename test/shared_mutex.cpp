@@ -4,6 +4,7 @@
 // file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
 
 #define BOOST_TEST_MODULE shared_mutex
+#include <support/deadline_checks.hpp>
 #include <support/lock_checks.hpp> // the mutexes, Asio, Boost.Test, the standard headers, helpers
 
 #include <boost/asio/thread_pool.hpp>
@@ -227,9 +228,125 @@ asio::awaitable<void> write_loop(asio_sync::shared_mutex& m, pool_state& s, int 
 }
 #endif
 
+// The timed locks, for the table of test/support/deadline_checks.hpp: exclusive and shared, plain
+// and scoped. A blocked exclusive lock waits for a reader; a blocked shared one for a writer.
+enum class timed_mode
+{
+    exclusive,
+    scoped_exclusive,
+    shared,
+    scoped_shared,
+};
+
+template <timed_mode Mode>
+struct timed_lock
+{
+    static constexpr bool exclusive = Mode == timed_mode::exclusive || Mode == timed_mode::scoped_exclusive;
+    static constexpr bool scoped = Mode == timed_mode::scoped_exclusive || Mode == timed_mode::scoped_shared;
+    static constexpr const char* name =
+        Mode == timed_mode::exclusive          ? "shared_mutex.async_lock_for/until"
+        : Mode == timed_mode::scoped_exclusive ? "shared_mutex.async_scoped_lock_for/until"
+        : Mode == timed_mode::shared           ? "shared_mutex.async_lock_shared_for/until"
+                                               : "shared_mutex.async_scoped_lock_shared_for/until";
+
+    using object = asio_sync::shared_mutex;
+
+    static void block(object& m)
+    {
+        if constexpr (exclusive)
+            BOOST_TEST_REQUIRE(m.try_lock_shared());
+        else
+            BOOST_TEST_REQUIRE(m.try_lock());
+    }
+
+    static void grant(object& m)
+    {
+        if constexpr (exclusive)
+            m.unlock_shared();
+        else
+            m.unlock();
+    }
+
+    static void release(object& m)
+    {
+        if constexpr (exclusive)
+            m.unlock();
+        else
+            m.unlock_shared();
+    }
+
+    static bool idle(object& m) { return test::unlocked_now(m); }
+
+    template <class Duration, class Token>
+    static auto wait_for(object& m, Duration d, Token&& token)
+    {
+        constexpr bool adapt = scoped && std::is_invocable_v<Token, boost::system::error_code>;
+        if constexpr (exclusive && adapt)
+            return m.async_scoped_lock_for(d, test::take_guard(std::forward<Token>(token)));
+        else if constexpr (exclusive)
+            return m.async_lock_for(d, std::forward<Token>(token));
+        else if constexpr (adapt)
+            return m.async_scoped_lock_shared_for(d, test::take_guard(std::forward<Token>(token)));
+        else
+            return m.async_lock_shared_for(d, std::forward<Token>(token));
+    }
+
+    template <class TimePoint, class Token>
+    static auto wait_until(object& m, TimePoint t, Token&& token)
+    {
+        constexpr bool adapt = scoped && std::is_invocable_v<Token, boost::system::error_code>;
+        if constexpr (exclusive && adapt)
+            return m.async_scoped_lock_until(t, test::take_guard(std::forward<Token>(token)));
+        else if constexpr (exclusive)
+            return m.async_lock_until(t, std::forward<Token>(token));
+        else if constexpr (adapt)
+            return m.async_scoped_lock_shared_until(t, test::take_guard(std::forward<Token>(token)));
+        else
+            return m.async_lock_shared_until(t, std::forward<Token>(token));
+    }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(shared_mutex)
+
+BOOST_DATA_TEST_CASE(
+    every_timed_lock,
+    boost::unit_test::data::make(test::deadline_checks<timed_lock<timed_mode::exclusive>>::all()) +
+        boost::unit_test::data::make(test::deadline_checks<timed_lock<timed_mode::scoped_exclusive>>::all()) +
+        boost::unit_test::data::make(test::deadline_checks<timed_lock<timed_mode::shared>>::all()) +
+        boost::unit_test::data::make(test::deadline_checks<timed_lock<timed_mode::scoped_shared>>::all()),
+    check)
+{
+    check.run();
+}
+
+// A writer that times out after readers left before it passes what it collected on: the readers
+// queued behind it, which it was blocking, proceed at once.
+BOOST_AUTO_TEST_CASE(a_timed_out_writer_lets_the_readers_behind_it_through)
+{
+    asio::io_context io;
+    asio_sync::shared_mutex m(io, 3);
+    BOOST_TEST_REQUIRE(m.try_lock_shared());
+    BOOST_TEST_REQUIRE(m.try_lock_shared());
+    auto [writer, writer_handler] = test::make_record();
+    auto [reader, reader_handler] = test::make_record();
+    m.async_lock_for(std::chrono::milliseconds(1), writer_handler);
+    m.async_lock_shared(reader_handler); // behind the writer, although a share is free
+    m.unlock_shared();                   // collected by the writer
+    test::poll(io);
+    BOOST_TEST(!reader->done());
+    io.restart();
+    while (!writer->done())
+        io.run_one_for(test::limit);
+    test::poll(io);
+    BOOST_TEST(*writer->ec == asio_sync::error::timed_out);
+    BOOST_TEST_REQUIRE(reader->calls == 1);
+    BOOST_TEST(!*reader->ec);
+    m.unlock_shared();
+    m.unlock_shared();
+    test::check_unlocked(m);
+}
 
 // One test case per entry of the shared table, so that each token and scenario fails on its own.
 BOOST_DATA_TEST_CASE(every_token_and_scoped_lock,

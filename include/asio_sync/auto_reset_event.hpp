@@ -6,13 +6,16 @@
 #ifndef ASIO_SYNC_AUTO_RESET_EVENT_HPP
 #define ASIO_SYNC_AUTO_RESET_EVENT_HPP
 
+#include <asio_sync/detail/access.hpp>
 #include <asio_sync/semaphore.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -65,6 +68,7 @@ public:
     explicit basic_auto_reset_event(const executor_type& ex, bool initially_set = false)
         : signal_(ex, initially_set ? 1 : 0, 1)
     {
+        detail::access::entry(signal_).names = {"auto_reset_event", "async_wait", this};
     }
 
     /// Constructs an event that uses the context's executor.
@@ -166,6 +170,99 @@ public:
     {
         return signal_.async_acquire(1, std::forward<WaitToken>(token));
     }
+
+    /// Starts an asynchronous wait for a set, giving up after `timeout`: `async_wait` with a time
+    /// limit, where racing the wait against a timer with `||` could lose a set.
+    ///
+    /// Everything said of `async_wait` holds, and in addition the wait completes with
+    /// `asio_sync::error::timed_out` if no set reached it when the time runs out. A set that races
+    /// the deadline has exactly one outcome: the wait consumes it (success), or it times out and
+    /// the set goes to the next wait or leaves the event set; a set is never lost. A wait decided
+    /// at once starts no timer. See [Deadlines](deadlines.md).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`, never as
+    /// `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// As `async_wait`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait`, and
+    /// - `asio_sync::error::timed_out`: no set reached the wait in time;
+    /// - `boost::asio::error::no_memory`: the wait was queued but its timer could not be started,
+    ///   so it left the queue rather than wait without a limit.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// The event may be destroyed, and the context may shut down, while the timer is pending. A
+    /// wait that is queued allocates one object, which holds the timer, and the timer's wait, both
+    /// with the handler's associated allocator.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
+    /// negative: give up unless the event is set.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_wait_for(const std::chrono::duration<Rep, Period>& timeout,
+                        WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return signal_.async_acquire_for(1, timeout, std::forward<WaitToken>(token));
+    }
+
+    /// Starts an asynchronous wait for a set, giving up at `expiry`: `async_wait_for` with a
+    /// point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`.
+    ///
+    /// @par Executor
+    /// As `async_wait`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_wait_for`.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up; a deadline already past gives up unless the event is set.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_wait_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                          WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return signal_.async_acquire_until(1, expiry, std::forward<WaitToken>(token));
+    }
+
+    /// Attaches `observer` to the event's waits, or detaches it (null): every wait that queues from
+    /// now on is reported to it, when queued and when it ends, with how long it waited (see
+    /// `wait_observer`). Waits decided at once are not reported, and the lock-free paths never look
+    /// at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept { signal_.set_observer(observer); }
 
 private:
     // One permit at most: the set. A wait takes it out of circulation, making room for the next.

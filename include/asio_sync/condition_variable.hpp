@@ -56,8 +56,11 @@ namespace asio_sync {
 /// **Predicate waits** (`async_wait(lock, pred, token)`) run in rounds: each notification relocks,
 /// evaluates `pred` and, while it is false, waits again. Per-operation cancellation, `cancel()`
 /// and the destruction of the condition variable reach such a wait in every phase: queued,
-/// relocking after a notification, or evaluating `pred`. It then completes with
-/// `operation_aborted`, once, holding the lock, instead of waiting again.
+/// relocking after a notification, or evaluating `pred` after one. It then completes with
+/// `operation_aborted`, once, holding the lock, instead of waiting again. The first evaluation,
+/// made by the initiating function, comes before the wait exists: a `cancel()` made then does not
+/// count it, and a cancellation signal emitted then finds no handler installed yet, as for any
+/// operation not yet started.
 ///
 /// **Completion.** A handler is never invoked from inside `async_wait`, `notify_one`,
 /// `notify_all`, `cancel` or the destructor, and never while an internal lock is held. It runs
@@ -235,12 +238,18 @@ public:
     ///
     /// @par Per-operation cancellation
     /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
-    /// same, in every phase of the wait: queued (it leaves the queue and relocks), relocking after a
-    /// notification, or evaluating `pred`. The operation completes with `operation_aborted` once
-    /// the lock is held again, exactly once, and does not evaluate `pred` after the cancellation
-    /// (one that arrives while `pred` runs ends the wait when `pred` returns, whatever it
-    /// returned). A cancellation that races the notification that makes `pred` true has exactly
-    /// one outcome.
+    /// same, in every phase of the wait after the first evaluation of `pred`: queued (it leaves the
+    /// queue and relocks), relocking after a notification, or evaluating `pred`. The operation
+    /// completes with `operation_aborted` once the lock is held again, exactly once, and does not
+    /// evaluate `pred` after the cancellation (one that arrives while `pred` runs ends the wait when
+    /// `pred` returns, whatever it returned). A cancellation that races the notification that makes
+    /// `pred` true has exactly one outcome. A wait that `notify_one` woke and that a per-operation
+    /// cancellation then ends (while it relocks or evaluates `pred`) passes that notification on to
+    /// the oldest queued wait, as it would have if the cancellation had come first: no
+    /// notification is lost. The first evaluation, in the initiating function (or in the coroutine
+    /// before it suspends), comes before the wait exists, as for any operation not yet started: a
+    /// cancellation signal emitted by it finds no handler installed, and a `cancel()` made by it
+    /// does not count the wait, which then queues.
     ///
     /// @par Executor
     /// As `async_wait(lock, token)`. `pred` runs on the handler's executor, except the first time:

@@ -23,7 +23,7 @@ namespace asio_sync {
 ///
 /// Cancellation is not in this list: a cancelled operation reports
 /// `boost::asio::error::operation_aborted`, as Asio's own operations do (per-operation
-/// cancellation, `cancel()`, destruction of the object). A timed acquire whose timer could not be
+/// cancellation, `cancel()`, destruction of the object). A timed wait whose timer could not be
 /// started reports `boost::asio::error::no_memory`. The values start at 1, so that no value means
 /// success, and compare equal to an `error_code` of their category:
 /// `ec == asio_sync::error::timed_out`.
@@ -42,12 +42,18 @@ enum class error
     /// what it had collected having been handed on.
     too_many_permits,
 
-    /// A timed acquire (`basic_semaphore::async_acquire_for`,
-    /// `basic_semaphore::async_acquire_permit_for`) was not granted before its timeout ran out on
-    /// `std::chrono::steady_clock`. It holds no permits: those it had collected were handed to
-    /// the waiters behind it (or paid a `reduce_permits` debt). A grant that races the timeout
-    /// wins or loses as a whole.
+    /// A timed wait (a `_for` or `_until` form: `basic_semaphore::async_acquire_for`,
+    /// `basic_mutex::async_lock_until`, `basic_manual_reset_event::async_wait_for`, ...) was not
+    /// granted before its deadline on `std::chrono::steady_clock`. It holds nothing: what it had
+    /// collected was handed to the waiters behind it (or paid a `reduce_permits` debt). A grant
+    /// that races the deadline wins or loses as a whole. Distinct from
+    /// `boost::asio::error::operation_aborted`, which reports a cancellation.
     timed_out,
+
+    /// `basic_upgrade_mutex::async_upgrade` was called while nobody held the upgrade lock, or
+    /// while an upgrade was already in progress. Reported at the call, with nothing queued and
+    /// nothing changed.
+    no_upgrade_lock,
 };
 
 namespace detail {
@@ -72,6 +78,8 @@ public:
             return "more permits were requested than the object can ever grant";
         case error::timed_out:
             return "the time limit of the operation ran out";
+        case error::no_upgrade_lock:
+            return "an upgrade was asked for without the upgrade lock";
         }
         return "unknown asio_sync error";
     }

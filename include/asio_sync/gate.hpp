@@ -8,8 +8,10 @@
 
 #include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/event_core.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/gate_close.hpp>
 #include <asio_sync/detail/gate_count.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -19,6 +21,8 @@
 #include <boost/assert.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -98,6 +102,7 @@ public:
     explicit basic_gate(const executor_type& ex)
         : executor_(ex), drained_(boost::asio::query(executor_, boost::asio::execution::context), false)
     {
+        drained_.names = {"gate", "async_close", this};
     }
 
     /// Constructs an open gate that uses the context's executor.
@@ -191,6 +196,106 @@ public:
     {
         return boost::asio::async_initiate<CloseToken, void(boost::system::error_code)>(
             detail::initiate_gate_close<Executor>(executor_, count_, drained_), token);
+    }
+
+    /// Closes the gate and waits for the guards to be released, giving up the wait after
+    /// `timeout`: `async_close` with a time limit.
+    ///
+    /// The gate closes at once, as with `async_close`, and stays closed whatever the outcome; only
+    /// the wait for the guards has a time limit. It completes with `asio_sync::error::timed_out` if
+    /// guards are still alive when the time runs out (the gate goes on draining, for the other
+    /// closes); a last guard released as the deadline passes gives exactly one outcome. A close of
+    /// a drained gate starts no timer. See [Deadlines](deadlines.md).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_close`; reported as `operation_aborted`, never as
+    /// `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// As `async_close`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_close`, and
+    /// - `asio_sync::error::timed_out`: guards were still alive at the deadline;
+    /// - `boost::asio::error::no_memory`: the close was queued but its timer could not be started,
+    ///   so its wait ended rather than wait without a limit.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @par Object lifetimes
+    /// As `async_close`. The gate may be destroyed (once its guards are gone), and the context may
+    /// shut down, while the timer is pending. A close that waits allocates one object, which holds
+    /// the timer, and the timer's wait, both with the handler's associated allocator.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
+    /// negative: give up unless the gate is drained at once.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  CloseToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_close_for(const std::chrono::duration<Rep, Period>& timeout,
+                         CloseToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        using initiation = detail::initiate_gate_close<Executor, detail::timeout>;
+        return boost::asio::async_initiate<CloseToken, void(boost::system::error_code)>(
+            initiation(executor_, count_, drained_, detail::deadline_after(timeout)), token);
+    }
+
+    /// Closes the gate and waits for the guards to be released, giving up the wait at `expiry`:
+    /// `async_close_for` with a point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_close`; reported as `operation_aborted`.
+    ///
+    /// @par Executor
+    /// As `async_close`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_close_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @par Object lifetimes
+    /// As `async_close_for`.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up waiting; a deadline already past gives up unless the gate is
+    /// drained at once.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  CloseToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_close_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                           CloseToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        using initiation = detail::initiate_gate_close<Executor, detail::deadline_type>;
+        return boost::asio::async_initiate<CloseToken, void(boost::system::error_code)>(
+            initiation(executor_, count_, drained_, detail::deadline_at(expiry)), token);
+    }
+
+    /// Attaches `observer` to the gate's closes, or detaches it (null): every close that has to
+    /// wait for guards from now on is reported to it, when queued and when it ends, with how long
+    /// it waited (see `wait_observer`). See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every close waiting while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        drained_.observer.store(observer, std::memory_order_release);
     }
 
 private:

@@ -8,6 +8,8 @@
 
 #include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/event_wait.hpp>
+#include <asio_sync/detail/deadline.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -16,6 +18,8 @@
 #include <boost/asio/query.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -82,6 +86,7 @@ public:
     explicit basic_manual_reset_event(const executor_type& ex, bool initially_set = false)
         : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context), initially_set)
     {
+        impl_.names = {"manual_reset_event", "async_wait", this};
     }
 
     /// Constructs an event that uses the context's executor.
@@ -121,6 +126,18 @@ public:
 
     /// Returns true while the event is set. Lock-free.
     bool is_set() const noexcept { return impl_.core.is_set(); }
+
+    /// Attaches `observer` to the event's waits, or detaches it (null): every wait that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Waits decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        impl_.observer.store(observer, std::memory_order_release);
+    }
 
     /// Completes every queued wait with `boost::asio::error::operation_aborted`, oldest first;
     /// the event stays as it is.
@@ -173,6 +190,92 @@ public:
     auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token));
+    }
+
+    /// Starts an asynchronous wait until the event is set, giving up after `timeout`: `async_wait` with a
+    /// time limit.
+    ///
+    /// Everything said of `async_wait` holds, and in addition the wait completes with
+    /// `asio_sync::error::timed_out` if the event has not been set when the time runs out. A `set()` that
+    /// races the deadline has exactly one outcome: success or `timed_out`. A wait decided at once starts no
+    /// timer. See [Deadlines](deadlines.md).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`, never as
+    /// `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// As `async_wait`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait`, and
+    /// - `asio_sync::error::timed_out`: the time ran out first;
+    /// - `boost::asio::error::no_memory`: the wait was queued but its timer could not be started,
+    ///   so it left the queue rather than wait without a limit.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @par Object lifetimes
+    /// The object may be destroyed, and the context may shut down, while the timer is pending. A
+    /// wait that is queued allocates one object, which holds the timer, and the timer's wait, both
+    /// with the handler's associated allocator.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
+    /// negative: give up unless the wait can be decided at once.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_wait_for(const std::chrono::duration<Rep, Period>& timeout,
+                        WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token),
+                                        detail::deadline_after(timeout));
+    }
+
+    /// Starts an asynchronous wait until the event is set, giving up at `expiry`: `async_wait_for` with a
+    /// point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`.
+    ///
+    /// @par Executor
+    /// As `async_wait`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @par Object lifetimes
+    /// As `async_wait_for`.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up; a deadline already past gives up unless the wait can be
+    /// decided at once.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_wait_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                          WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token),
+                                        detail::deadline_at(expiry));
     }
 
 private:

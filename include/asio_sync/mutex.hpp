@@ -10,8 +10,11 @@
 /// The asynchronous mutex: asio_sync::basic_mutex and the asio_sync::mutex alias.
 
 #include <asio_sync/detail/access.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
+#include <asio_sync/detail/holder_records.hpp>
 #include <asio_sync/semaphore.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -19,6 +22,8 @@
 #include <boost/assert.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <type_traits>
@@ -61,7 +66,11 @@ public:
     /// Constructs an unlocked mutex.
     ///
     /// @param ex The I/O executor: the default executor of completion handlers.
-    explicit basic_mutex(const executor_type& ex) : semaphore_(ex, 1) {}
+    explicit basic_mutex(const executor_type& ex) : semaphore_(ex, 1)
+    {
+        detail::access::entry(semaphore_).names = {"mutex", "async_lock", this};
+        detail::access::entry(semaphore_).lock_permits = 1;
+    }
 
     /// Constructs an unlocked mutex that uses the context's executor.
     ///
@@ -71,7 +80,7 @@ public:
     template <
         class ExecutionContext,
         std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
-    explicit basic_mutex(ExecutionContext& ctx) : semaphore_(ctx, 1)
+    explicit basic_mutex(ExecutionContext& ctx) : basic_mutex(executor_type(ctx.get_executor()))
     {
     }
 
@@ -176,9 +185,171 @@ public:
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        using lock_type = std::unique_lock<basic_mutex>;
-        return detail::access::async_acquire_as<void(boost::system::error_code, lock_type)>(
-            semaphore_, 1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token));
+        return scoped_lock_until(std::forward<LockToken>(token), detail::no_deadline());
+    }
+
+    /// Starts an asynchronous lock that gives up after `timeout`: `async_lock` with a time limit.
+    ///
+    /// Everything said of `async_lock` holds, and in addition the operation completes with
+    /// `asio_sync::error::timed_out` if the lock has not been granted when the time runs out; the
+    /// lock is then not held, and the waiters behind move up. An unlock that races the deadline
+    /// has exactly one outcome: success (the caller holds the lock) or `timed_out` (the lock went
+    /// to the next waiter, or stays free); never both, never neither. A lock granted at once
+    /// starts no timer. See [Deadlines](deadlines.md).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_lock`, and reported as `operation_aborted`,
+    /// never as `timed_out`; the timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock`, and
+    /// - `asio_sync::error::timed_out`: the time ran out before the lock was granted;
+    /// - `boost::asio::error::no_memory`: the lock was queued but its timer could not be started,
+    ///   so it left the queue rather than wait without a limit.
+    /// .
+    /// In every error case the lock is not held.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock`. The mutex may be destroyed, and the context may shut down, while the timer
+    /// is pending. A lock that waits allocates one object, which holds the timer, and the timer's
+    /// wait, both with the handler's associated allocator.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
+    /// negative: give up unless the mutex is free at once (a lock that has to queue times out when
+    /// its timer's handler runs, unless an unlock grants it first).
+    /// @param token The completion token.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_lock_for(const std::chrono::duration<Rep, Period>& timeout,
+                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token));
+    }
+
+    /// Starts an asynchronous lock that gives up at `expiry`: `async_lock_for` with a point in
+    /// time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_lock`; reported as `operation_aborted`.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
+    /// `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_for`. A deadline already past times out unless the mutex is free at
+    /// once.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up.
+    /// @param token The completion token.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                          LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token));
+    }
+
+    /// Starts an asynchronous lock whose handler receives a `std::unique_lock`, giving up after
+    /// `timeout`: `async_scoped_lock` with the time limit of `async_lock_for`.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, std::unique_lock<basic_mutex>)`. On success the
+    /// `unique_lock` owns the lock; on any error, `timed_out` included, it owns nothing.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_lock`; reported as `operation_aborted`.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
+    /// `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`; the mutex must outlive the `unique_lock` the handler receives.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait, as for `async_lock_for`.
+    /// @param token The completion token.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_scoped_lock_for(const std::chrono::duration<Rep, Period>& timeout,
+                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return scoped_lock_until(std::forward<LockToken>(token), detail::deadline_after(timeout));
+    }
+
+    /// Starts an asynchronous lock whose handler receives a `std::unique_lock`, giving up at
+    /// `expiry`: `async_scoped_lock` with the deadline of `async_lock_until`.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, std::unique_lock<basic_mutex>)`, as for
+    /// `async_scoped_lock_for`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_lock`; reported as `operation_aborted`.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
+    /// `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_until`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`; the mutex must outlive the `unique_lock` the handler receives.
+    ///
+    /// @tparam Clock The deadline's clock, as for `async_lock_until`.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up.
+    /// @param token The completion token.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return scoped_lock_until(std::forward<LockToken>(token), detail::deadline_at(expiry));
     }
 
     /// Locks the mutex if that can be done at once: fails while it is locked or anyone waits.
@@ -196,7 +367,20 @@ public:
     void unlock()
     {
         BOOST_ASSERT_MSG(semaphore_.available() == 0, "asio_sync::basic_mutex::unlock of an unlocked mutex");
+        detail::holder_released(&detail::access::entry(semaphore_), 1);
         semaphore_.release(1);
+    }
+
+    /// Attaches `observer` to the mutex's waits, or detaches it (null): every lock that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Locks decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        detail::access::entry(semaphore_).observer.store(observer, std::memory_order_release);
     }
 
     /// Aborts every pending lock operation with `boost::asio::error::operation_aborted` (posted,
@@ -206,6 +390,14 @@ public:
     std::size_t cancel() { return semaphore_.cancel(); }
 
 private:
+    template <class LockToken, class Deadline>
+    auto scoped_lock_until(LockToken&& token, Deadline expiry)
+    {
+        using lock_type = std::unique_lock<basic_mutex>;
+        return detail::access::async_acquire_as<void(boost::system::error_code, lock_type)>(
+            semaphore_, 1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token), expiry);
+    }
+
     basic_semaphore<Executor> semaphore_;
 };
 

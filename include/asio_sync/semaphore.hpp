@@ -12,6 +12,7 @@
 
 #include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/acquire_awaitable.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/plain_grant.hpp>
 #include <asio_sync/detail/semaphore_core.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
@@ -23,6 +24,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/throw_exception.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <optional>
@@ -71,8 +73,8 @@ namespace asio_sync {
 /// lives inside it. Nothing else is allocated per wait.
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
-/// `try_acquire`, `release` of an unbounded semaphore while nobody waits, and an `async_acquire`
-/// satisfied at once are a lock-free compare-and-swap on one atomic word.
+/// `try_acquire`, `release` while nobody waits, and an `async_acquire` satisfied at once are a
+/// lock-free compare-and-swap on one atomic word, on a bounded semaphore too.
 ///
 /// **Memory ordering.** Everything a thread did before `release(n)` happens-before the
 /// completion handler (or the successful `try_acquire`) that receives any of those permits.
@@ -109,6 +111,11 @@ public:
     /// for: 2^62 - 1 on 64-bit platforms (`SIZE_MAX >> 2`: the two low bits of the internal
     /// counter hold flags). It is also the capacity of an unbounded semaphore.
     static constexpr std::size_t max_permits = detail::semaphore_core<>::max_permits;
+
+    /// The largest bound of a bounded semaphore: 2^31 - 1 on 64-bit platforms. A bounded
+    /// semaphore keeps its counter and the room left under its bound in the two halves of one
+    /// atomic word, so that a plain acquire or release is one compare-and-swap.
+    static constexpr std::size_t max_bound = detail::semaphore_core<>::max_bound;
 
     /// Constructs an unbounded semaphore that holds `initial_permits` permits.
     ///
@@ -148,7 +155,7 @@ public:
     /// @param ex The I/O executor: the default executor of completion handlers.
     /// @param initial_permits The permits in the counter at the start.
     /// @param bound The most permits ever in circulation.
-    /// @throws std::invalid_argument if `bound > max_permits` or `initial_permits > bound`.
+    /// @throws std::invalid_argument if `bound > max_bound` or `initial_permits > bound`.
     basic_semaphore(const executor_type& ex, std::size_t initial_permits, std::size_t bound);
 
     /// Constructs a bounded semaphore that uses the context's executor.
@@ -158,7 +165,7 @@ public:
     /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
     /// @param initial_permits The permits in the counter at the start.
     /// @param bound The most permits ever in circulation.
-    /// @throws std::invalid_argument if `bound > max_permits` or `initial_permits > bound`.
+    /// @throws std::invalid_argument if `bound > max_bound` or `initial_permits > bound`.
     template <
         class ExecutionContext,
         std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
@@ -405,9 +412,10 @@ public:
     /// @tparam Rep The arithmetic type of the duration's count.
     /// @tparam Period The duration's tick period.
     /// @param n The number of permits to acquire.
-    /// @param timeout How long to wait, measured on `std::chrono::steady_clock`. Zero or negative:
-    /// give up unless the permits can be had without waiting for a release (an acquire that has
-    /// to queue times out when its timer's handler runs, unless a release grants it first).
+    /// @param timeout How long to wait once queued, measured on `std::chrono::steady_clock`.
+    /// Zero or negative: give up unless the permits can be had without waiting for a release (an
+    /// acquire that has to queue times out when its timer's handler runs, unless a release grants
+    /// it first).
     /// @param token The completion token.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
@@ -415,8 +423,9 @@ public:
     auto async_acquire_for(std::size_t n, const std::chrono::duration<Rep, Period>& timeout,
                            AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        return async_acquire_as<void(boost::system::error_code)>(
-            n, detail::plain_grant{&impl_.core}, std::forward<AcquireToken>(token), to_timeout(timeout));
+        return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant{&impl_.core},
+                                                                 std::forward<AcquireToken>(token),
+                                                                 detail::deadline_after(timeout));
     }
 
     /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up after
@@ -462,7 +471,96 @@ public:
                                   AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return async_acquire_as<void(boost::system::error_code, permit)>(
-            n, permit_grant{this, n}, std::forward<AcquireToken>(token), to_timeout(timeout));
+            n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::deadline_after(timeout));
+    }
+
+    /// Starts an asynchronous acquire of `n` permits that gives up at `expiry`:
+    /// `async_acquire_for` with a point in time instead of a duration.
+    ///
+    /// Everything said of `async_acquire_for` holds: the operation completes with
+    /// `asio_sync::error::timed_out`, holding no permits, if it has not been granted by
+    /// `expiry`; a grant that races the deadline has exactly one outcome. A deadline already
+    /// past gives up unless the permits can be had without waiting for a release.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_acquire(n, token)`, and reported as
+    /// `operation_aborted`; the timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
+    /// `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_acquire_for`: `asio_sync::error::timed_out`,
+    /// `boost::asio::error::no_memory`, `asio_sync::error::too_many_permits`,
+    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_acquire_for`.
+    ///
+    /// @tparam Clock The clock of the deadline. The timer runs on `std::chrono::steady_clock`: a
+    /// deadline of another clock (`system_clock`) is converted once, at the call, into the time
+    /// left until it, so a later change of that clock does not move it.
+    /// @tparam Duration The time point's duration.
+    /// @param n The number of permits to acquire.
+    /// @param expiry When to give up.
+    /// @param token The completion token.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_acquire_until(std::size_t n, const std::chrono::time_point<Clock, Duration>& expiry,
+                             AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant{&impl_.core},
+                                                                 std::forward<AcquireToken>(token),
+                                                                 detail::deadline_at(expiry));
+    }
+
+    /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up at `expiry`:
+    /// `async_acquire_permit_for` with a point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, permit)`. On success the permit holds `n` permits; on any
+    /// error, `asio_sync::error::timed_out` included, it holds nothing.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_acquire(n, token)`; reported as
+    /// `operation_aborted` with an empty permit.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
+    /// `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_acquire_until`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_acquire_for`; the semaphore must outlive the permit the handler receives.
+    ///
+    /// @tparam Clock The clock of the deadline, as for `async_acquire_until`.
+    /// @tparam Duration The time point's duration.
+    /// @param n The number of permits to acquire.
+    /// @param expiry When to give up.
+    /// @param token The completion token.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
+                  AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_acquire_permit_until(std::size_t n, const std::chrono::time_point<Clock, Duration>& expiry,
+                                    AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return async_acquire_as<void(boost::system::error_code, permit)>(
+            n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::deadline_at(expiry));
     }
 
     /// Takes `n` permits if that can be done at once, without waiting.
@@ -491,8 +589,8 @@ public:
     /// They go to the oldest queued acquires first; the first waiter left partly served stops the
     /// hand-off (head-of-line order), and what no waiter needs returns to the counter. Completed
     /// waiters' handlers are posted after the internal lock is released, never invoked here.
-    /// Works after `close()` too. Lock-free on an unbounded semaphore while nobody waits and no
-    /// `reduce_permits` debt is open; otherwise the permits pay the debt first. May be called
+    /// Works after `close()` too. Lock-free while nobody waits and no `reduce_permits` debt is
+    /// open; otherwise the permits pay the debt first. May be called
     /// concurrently with any member function but the destructor. Everything the calling thread
     /// did before the call happens-before the completion (or successful `try_acquire`) that
     /// receives these permits.
@@ -500,9 +598,9 @@ public:
     /// On a bounded semaphore, the `n` permits enter circulation: the call fails if that would
     /// pass the bound (so releasing permits that were not acquired is caught here). Permits held
     /// by a `permit` object are given back through it, not with this function. A bounded release
-    /// takes the internal lock, where it sees every earlier hand-off complete: the plain acquires
-    /// that another release has just served are out of circulation, so two releases racing for
-    /// two queued acquires both fit.
+    /// that finds acquires queued takes the internal lock before it checks the bound, and there
+    /// sees every earlier hand-off complete: the plain acquires that another release has just
+    /// served are out of circulation, so two releases racing for two queued acquires both fit.
     ///
     /// @param n The number of permits to give back; 0 does nothing.
     /// @throws std::overflow_error if a bounded semaphore would have more than `capacity()`
@@ -528,8 +626,8 @@ public:
     /// here.
     ///
     /// @param n The number of permits to add.
-    /// @throws std::overflow_error if the bound or the counter would exceed `max_permits`.
-    /// Nothing changes.
+    /// @throws std::overflow_error if the bound would exceed `max_bound` (bounded) or the counter
+    /// `max_permits` (unbounded). Nothing changes.
     void add_permits(std::size_t n);
 
     /// Lowers the capacity at once by removing up to `n` permits from the counter, for good.
@@ -561,6 +659,18 @@ public:
     /// `reduce_permits` debt is open. Lock-free; a snapshot, for monitoring and tests.
     std::size_t available() const noexcept { return impl_.core.available(); }
 
+    /// Attaches `observer` to the semaphore's waits, or detaches it (null): every acquire that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Acquires decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        impl_.observer.store(observer, std::memory_order_release);
+    }
+
     /// Returns the number of acquires queued now. A snapshot, for monitoring and tests.
     std::size_t waiting() const noexcept { return impl_.core.waiting(); }
 
@@ -589,12 +699,7 @@ public:
 private:
     friend detail::access;
 
-    struct no_timeout
-    {
-    };
-    using timeout_type = std::chrono::steady_clock::duration;
-
-    template <class Grant, class Timeout>
+    template <class Grant, class Deadline>
     class initiate_async_acquire;
 
     // The grant of async_acquire_permit: a permit holding the n permits, made at grant time.
@@ -613,10 +718,10 @@ private:
 
     // An acquire whose handler receives what `grant` makes of the outcome: the shape the locks
     // build their scoped variants on.
-    template <class Signature, class Grant, class Token, class Timeout = no_timeout>
-    auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token, Timeout timeout = Timeout())
+    template <class Signature, class Grant, class Token, class Deadline = detail::no_deadline>
+    auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token, Deadline expiry = Deadline())
     {
-        initiate_async_acquire<Grant, Timeout> initiation(this, grant, timeout);
+        initiate_async_acquire<Grant, Deadline> initiation(this, grant, expiry);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
         if constexpr (!std::is_void_v<detail::awaitable_executor_t<Token>>)
             return detail::acquire_awaitable<Signature, std::decay_t<Token>>(n, initiation);
@@ -624,9 +729,6 @@ private:
 #endif
             return boost::asio::async_initiate<Token, Signature>(initiation, token, n);
     }
-
-    template <class Rep, class Period>
-    static timeout_type to_timeout(const std::chrono::duration<Rep, Period>& timeout);
 
     void give_back(std::size_t n);
 
@@ -750,5 +852,6 @@ using semaphore = basic_semaphore<>;
 } // namespace asio_sync
 
 #include <asio_sync/impl/semaphore.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #endif // ASIO_SYNC_SEMAPHORE_HPP

@@ -11,8 +11,11 @@
 /// asio_sync::shared_mutex alias.
 
 #include <asio_sync/detail/access.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
+#include <asio_sync/detail/holder_records.hpp>
 #include <asio_sync/semaphore.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -21,6 +24,8 @@
 #include <boost/system/error_code.hpp>
 #include <boost/throw_exception.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <shared_mutex>
@@ -78,6 +83,8 @@ public:
     explicit basic_shared_mutex(const executor_type& ex, std::size_t max_readers = default_max_readers)
         : semaphore_(ex, checked(max_readers)), max_readers_(max_readers)
     {
+        detail::access::entry(semaphore_).names = {"shared_mutex", "async_lock", this};
+        detail::access::entry(semaphore_).lock_permits = max_readers;
     }
 
     /// Constructs an unlocked mutex that uses the context's executor.
@@ -200,10 +207,179 @@ public:
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        using lock_type = std::unique_lock<basic_shared_mutex>;
-        return detail::access::async_acquire_as<void(boost::system::error_code, lock_type)>(
-            semaphore_, max_readers_, detail::adopt_lock_grant<lock_type>{this},
-            std::forward<LockToken>(token));
+        return scoped_lock_until<std::unique_lock<basic_shared_mutex>>(
+            max_readers_, std::forward<LockToken>(token), detail::no_deadline());
+    }
+
+    /// Starts an asynchronous exclusive lock that gives up after `timeout`: `async_lock` with a
+    /// time limit.
+    ///
+    /// Everything said of `async_lock` holds, and in addition the operation completes with
+    /// `asio_sync::error::timed_out` if the lock has not been granted when the time runs out. The
+    /// lock is then not held, and what the writer had collected (readers that left before it)
+    /// goes on to the waiters behind it, so the readers it was blocking proceed. An unlock that
+    /// races the deadline has exactly one outcome: success with the lock held, or `timed_out`
+    /// with nothing held. A lock granted at once starts no timer. See [Deadlines](deadlines.md).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_lock`; reported as `operation_aborted`, never as
+    /// `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock`, and
+    /// - `asio_sync::error::timed_out`: the time ran out before the lock was granted;
+    /// - `boost::asio::error::no_memory`: the lock was queued but its timer could not be started,
+    ///   so it left the queue rather than wait without a limit.
+    /// .
+    /// In every error case nothing is held.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock`. The mutex may be destroyed, and the context may shut down, while the timer
+    /// is pending. A lock that waits allocates one object, which holds the timer, and the timer's
+    /// wait, both with the handler's associated allocator.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
+    /// negative: give up unless the lock can be had at once.
+    /// @param token The completion token.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_lock_for(const std::chrono::duration<Rep, Period>& timeout,
+                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return semaphore_.async_acquire_for(max_readers_, timeout, std::forward<LockToken>(token));
+    }
+
+    /// Starts an asynchronous exclusive lock that gives up at `expiry`: `async_lock_for` with
+    /// a point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for the lock without a time limit; reported as
+    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
+    /// @param token The completion token.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                          LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return semaphore_.async_acquire_until(max_readers_, expiry, std::forward<LockToken>(token));
+    }
+
+    /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`, giving
+    /// up after `timeout`: `async_scoped_lock` with the time limit of `async_lock_for`.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, std::unique_lock<basic_shared_mutex>)`. On success the
+    /// `unique_lock` owns the lock; on any error, `timed_out` included, it owns nothing.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for the lock without a time limit; reported as
+    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`; the mutex must outlive the `unique_lock` the handler receives.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait, as for `async_lock_for`.
+    /// @param token The completion token.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
+                                                   std::unique_lock<basic_shared_mutex>))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_scoped_lock_for(const std::chrono::duration<Rep, Period>& timeout,
+                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return scoped_lock_until<std::unique_lock<basic_shared_mutex>>(
+            max_readers_, std::forward<LockToken>(token), detail::deadline_after(timeout));
+    }
+
+    /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`, giving
+    /// up at `expiry`: `async_scoped_lock` with the deadline of `async_lock_until`.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, std::unique_lock<basic_shared_mutex>)`, as for
+    /// `async_scoped_lock_for`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for the lock without a time limit; reported as
+    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_until`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`; the mutex must outlive the `unique_lock` the handler receives.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
+    /// @param token The completion token.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
+                                                   std::unique_lock<basic_shared_mutex>))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return scoped_lock_until<std::unique_lock<basic_shared_mutex>>(
+            max_readers_, std::forward<LockToken>(token), detail::deadline_at(expiry));
     }
 
     /// Takes the exclusive lock if that can be done at once: fails while anyone holds the lock in
@@ -221,6 +397,7 @@ public:
     {
         BOOST_ASSERT_MSG(semaphore_.available() == 0,
                          "asio_sync::basic_shared_mutex::unlock without the lock");
+        detail::holder_released(&detail::access::entry(semaphore_), max_readers_);
         semaphore_.release(max_readers_);
     }
 
@@ -300,9 +477,169 @@ public:
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
-        using lock_type = std::shared_lock<basic_shared_mutex>;
-        return detail::access::async_acquire_as<void(boost::system::error_code, lock_type)>(
-            semaphore_, 1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token));
+        return scoped_lock_until<std::shared_lock<basic_shared_mutex>>(1, std::forward<LockToken>(token),
+                                                                       detail::no_deadline());
+    }
+
+    /// Starts an asynchronous shared lock that gives up after `timeout`: `async_lock_shared`
+    /// with the time limit of `async_lock_for`. A reader that times out holds nothing; a queued
+    /// writer it stood in front of is not affected.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for the lock without a time limit; reported as
+    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_shared`, and `asio_sync::error::timed_out` and
+    /// `boost::asio::error::no_memory` as for `async_lock_for`. In every error case nothing is held.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
+    /// negative: give up unless the lock can be had at once.
+    /// @param token The completion token.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout,
+                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token));
+    }
+
+    /// Starts an asynchronous shared lock that gives up at `expiry`: `async_lock_shared_for`
+    /// with a point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for the lock without a time limit; reported as
+    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_shared_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
+    /// @param token The completion token.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token));
+    }
+
+    /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`, giving
+    /// up after `timeout`: `async_scoped_lock_shared` with the time limit of
+    /// `async_lock_shared_for`.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, std::shared_lock<basic_shared_mutex>)`. On success the
+    /// `shared_lock` owns a share of the lock; on any error it owns nothing.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for the lock without a time limit; reported as
+    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_shared_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`; the mutex must outlive the `shared_lock` the handler receives.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait, as for `async_lock_shared_for`.
+    /// @param token The completion token.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
+                                                   std::shared_lock<basic_shared_mutex>))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_scoped_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout,
+                                      LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return scoped_lock_until<std::shared_lock<basic_shared_mutex>>(1, std::forward<LockToken>(token),
+                                                                       detail::deadline_after(timeout));
+    }
+
+    /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`, giving
+    /// up at `expiry`: `async_scoped_lock_shared` with the deadline of
+    /// `async_lock_shared_until`.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, std::shared_lock<basic_shared_mutex>)`, as for
+    /// `async_scoped_lock_shared_for`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for the lock without a time limit; reported as
+    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
+    /// tracked until then. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_lock_shared_until`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_lock_for`; the mutex must outlive the `shared_lock` the handler receives.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
+    /// @param token The completion token.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
+                                                   std::shared_lock<basic_shared_mutex>))
+                  LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_scoped_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return scoped_lock_until<std::shared_lock<basic_shared_mutex>>(1, std::forward<LockToken>(token),
+                                                                       detail::deadline_at(expiry));
     }
 
     /// Takes a share of the lock if that can be done at once: fails while a writer holds it,
@@ -319,6 +656,7 @@ public:
     {
         BOOST_ASSERT_MSG(semaphore_.available() < max_readers_,
                          "asio_sync::basic_shared_mutex::unlock_shared without a shared lock");
+        detail::holder_released(&detail::access::entry(semaphore_), 1);
         semaphore_.release(1);
     }
 
@@ -331,7 +669,20 @@ public:
     {
         BOOST_ASSERT_MSG(semaphore_.available() == 0,
                          "asio_sync::basic_shared_mutex::downgrade without the lock");
+        detail::holder_released(&detail::access::entry(semaphore_), max_readers_, 1);
         semaphore_.release(max_readers_ - 1);
+    }
+
+    /// Attaches `observer` to the mutex's waits, or detaches it (null): every lock that
+    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
+    /// (see `wait_observer`). Locks decided at once are not reported, and the lock-free
+    /// paths never look at the observer. See [Observing waits](observing.md).
+    ///
+    /// @param observer The observer, or null. It must outlive every wait queued while it is
+    /// attached.
+    void set_observer(wait_observer* observer) noexcept
+    {
+        detail::access::entry(semaphore_).observer.store(observer, std::memory_order_release);
     }
 
     /// Aborts every pending lock operation, shared or exclusive, with
@@ -342,6 +693,14 @@ public:
     std::size_t cancel() { return semaphore_.cancel(); }
 
 private:
+    // A lock of n permits whose handler receives a Lock that adopts it.
+    template <class Lock, class LockToken, class Deadline>
+    auto scoped_lock_until(std::size_t n, LockToken&& token, Deadline expiry)
+    {
+        return detail::access::async_acquire_as<void(boost::system::error_code, Lock)>(
+            semaphore_, n, detail::adopt_lock_grant<Lock>{this}, std::forward<LockToken>(token), expiry);
+    }
+
     static std::size_t checked(std::size_t max_readers)
     {
         if (max_readers == 0 || max_readers > basic_semaphore<Executor>::max_permits)

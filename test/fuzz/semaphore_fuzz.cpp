@@ -272,6 +272,7 @@ static_assert(
 
 using semaphore = asio_sync::basic_semaphore<manual_executor>;
 constexpr std::size_t max_permits = semaphore::max_permits;
+constexpr std::size_t max_bound = semaphore::max_bound;
 constexpr std::size_t size_max = std::numeric_limits<std::size_t>::max();
 
 // ---------------------------------------------------------------------------------------------
@@ -402,13 +403,13 @@ shape decode_shape(std::uint8_t b, std::size_t initial)
         slack = std::size_t(1) << 40;
         break;
     case 7:
-        slack = max_permits - initial; // the largest bound there is
+        slack = max_bound - initial; // the largest bound there is
         break;
     default:
         slack = (b >> 1) & 7;
         break;
     }
-    const std::size_t bound = slack > max_permits - initial ? max_permits : initial + slack;
+    const std::size_t bound = slack > max_bound - initial ? max_bound : initial + slack;
     return shape{(b & 1) != 0, bound, (b >> 4) == 15};
 }
 
@@ -765,13 +766,14 @@ private:
 
     // Amounts for add_permits, forget_permits and reduce_permits: mostly decode_count, sometimes
     // relative to the capacity, the counter, the debt, or the room add_permits has below
-    // max_permits.
+    // max_bound (bounded) or max_permits.
     std::size_t decode_amount(int s, std::uint8_t arg) const
     {
         if (((arg >> 4) & 7) < 5)
             return decode_count(arg & 15);
         const sem_model& m = model_[s];
         const std::size_t top = m.bounded ? m.bound : m.counter;
+        const std::size_t limit = m.bounded ? max_bound : max_permits;
         switch (arg & 7)
         {
         case 0:
@@ -787,9 +789,9 @@ private:
         case 5:
             return m.debt;
         case 6:
-            return max_permits - top;
+            return limit - top;
         default:
-            return max_permits - top + 1;
+            return limit - top + 1;
         }
     }
 
@@ -811,12 +813,15 @@ private:
 
     void create(int s, std::size_t initial, std::uint8_t shape_byte)
     {
+        // A bounded semaphore's initial permits are at most max_bound: the large ones stay near it.
+        if ((shape_byte & 1) != 0 && initial > max_bound)
+            initial = max_bound - (initial & 3);
         const shape sh = decode_shape(shape_byte, initial);
         if (sh.try_invalid)
         {
-            // initial > max_permits, initial > bound or bound > max_permits: std::invalid_argument.
+            // initial > max_permits, initial > bound or bound > max_bound: std::invalid_argument.
             const std::size_t bad_initial = sh.bounded ? initial : max_permits + 1;
-            const std::size_t bad_bound = !sh.bounded ? 0 : initial != 0 ? initial - 1 : max_permits + 1;
+            const std::size_t bad_bound = !sh.bounded ? 0 : initial != 0 ? initial - 1 : max_bound + 1;
             note("sem%d: constructing with %zu permits, bound %zu%s must throw", s, bad_initial, bad_bound,
                  sh.bounded ? "" : " (none)");
             const std::size_t queued = ctx_->queued();
@@ -1559,7 +1564,7 @@ private:
     bool model_add(int s, std::size_t n)
     {
         sem_model& m = model_[s];
-        if (m.bounded ? n > max_permits - m.bound : n > max_permits - m.counter)
+        if (m.bounded ? n > max_bound - m.bound : n > max_permits - m.counter)
             return true;
         if (m.bounded)
             m.bound += n;

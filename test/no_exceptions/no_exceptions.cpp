@@ -64,6 +64,7 @@ int main()
     asio_sync::semaphore sem(io, 4, 4); // bounded: release() checks the bound
     asio_sync::mutex mtx(io);
     asio_sync::shared_mutex shared(io);
+    asio_sync::upgrade_mutex upgradable(io);
     int completed = 0;
 
     sem.async_acquire(2, [&](error_code ec) {
@@ -101,13 +102,29 @@ int main()
         shared.unlock_shared();
         ++completed;
     });
+    mtx.async_lock_until(std::chrono::steady_clock::now() + std::chrono::hours(1), [&](error_code ec) {
+        check(!ec, "mutex::async_lock_until");
+        mtx.unlock();
+        ++completed;
+    });
+    upgradable.async_scoped_lock_upgrade_for(
+        std::chrono::hours(1), [&](error_code ec, asio_sync::upgrade_lock<asio_sync::upgrade_mutex> guard) {
+            check(!ec && guard.owns_lock(), "upgrade_mutex::async_scoped_lock_upgrade_for");
+            guard.release();
+            upgradable.async_upgrade([&](error_code upgrade_ec) {
+                check(!upgrade_ec, "upgrade_mutex::async_upgrade");
+                upgradable.unlock();
+                ++completed;
+            });
+        });
     io.run();
 
     sem.reduce_permits(1);
     sem.add_permits(1);
-    check(completed == 7, "every operation completed once");
+    check(completed == 9, "every operation completed once");
     check(sem.available() == 4 && sem.waiting() == 0, "every permit came back");
     check(mtx.try_lock(), "the mutex is free");
     check(shared.try_lock(), "the shared mutex is free");
+    check(upgradable.try_lock(), "the upgrade mutex is free");
     return failures == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -100,6 +100,16 @@ inline constexpr auto rethrow = [](std::exception_ptr e) {
         std::rethrow_exception(e);
 };
 
+// Whether nobody holds `m` and nobody waits for it: an exclusive try_lock succeeds (and is undone).
+template <class Mutex>
+bool unlocked_now(Mutex& m)
+{
+    if (!m.try_lock())
+        return false;
+    m.unlock();
+    return true;
+}
+
 // Nobody holds `m` and nobody waits for it: an exclusive try_lock succeeds.
 template <class Mutex>
 void check_unlocked(Mutex& m)

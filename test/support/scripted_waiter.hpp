@@ -57,6 +57,19 @@ void finish(Step step, Complete complete)
         complete(static_cast<scripted_waiter&>(*x), x->outcome);
 }
 
+// What timed_acquire_op::expire does to `x`: the timer holds a pointer to its own operation, which
+// nobody clears, so only the engine's check under its lock tells a grant that came first. The
+// waiter, if it leaves, goes to `complete` as finish() hands it.
+template <class Engine, class Complete>
+void time_out(Engine& engine, scripted_waiter& x, Complete complete)
+{
+    if (!x.queued.load())
+        return;
+    detail::semaphore_waiter* self = &x;
+    finish([&](detail::waiter_list& done) { engine.cancel(&self, detail::waiter_outcome::timed_out, done); },
+           complete);
+}
+
 } // namespace asio_sync::test
 
 #endif // ASIO_SYNC_TEST_SUPPORT_SCRIPTED_WAITER_HPP

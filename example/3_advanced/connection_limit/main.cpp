@@ -26,6 +26,7 @@
 
 #include <asio_sync/gate.hpp>
 #include <asio_sync/semaphore.hpp>
+#include <asio_sync/wait_histogram.hpp>
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
 #include <asio_sync/redis/semaphore.hpp>
 
@@ -738,6 +739,40 @@ awaitable<void> run_client(std::size_t client, tcp::endpoint server, client_stat
     }
 }
 
+// A duration as a short label: "1us", "10ms", "1s".
+std::string label(asio_sync::wait_histogram::duration d)
+{
+    using namespace std::chrono;
+    if (d < 1ms)
+        return std::to_string(duration_cast<microseconds>(d).count()) + "us";
+    if (d < 1s)
+        return std::to_string(duration_cast<milliseconds>(d).count()) + "ms";
+    return std::to_string(duration_cast<seconds>(d).count()) + "s";
+}
+
+// The semaphore's own account of its waits: the sessions that queued for a permit, how their
+// waits ended, and the histogram of the wait times (the buckets that are not empty).
+void print_waits(const asio_sync::wait_histogram::snapshot_type& s)
+{
+    const double mean_ms = s.count == 0 ? 0.0
+                                        : std::chrono::duration<double, std::milli>(s.sum).count() /
+                                              static_cast<double>(s.count);
+    std::printf("  queued for a permit       %llu: %llu granted, %llu cancelled, %llu failed; mean %.1f ms\n",
+                static_cast<unsigned long long>(s.queued), static_cast<unsigned long long>(s.granted),
+                static_cast<unsigned long long>(s.cancelled), static_cast<unsigned long long>(s.failed),
+                mean_ms);
+    std::string buckets;
+    for (std::size_t i = 0; i < s.buckets.size(); ++i)
+    {
+        if (s.buckets[i] == 0)
+            continue;
+        const std::string bound =
+            i < s.upper_bounds.size() ? "<=" + label(s.upper_bounds[i]) : ">" + label(s.upper_bounds.back());
+        buckets += (buckets.empty() ? "" : ", ") + bound + " " + std::to_string(s.buckets[i]);
+    }
+    std::printf("  queued waits by length    %s\n", buckets.empty() ? "none" : buckets.c_str());
+}
+
 // Nearest-rank percentile of sorted samples.
 double percentile(const std::vector<double>& sorted, double p)
 {
@@ -756,6 +791,8 @@ int main(int argc, char** argv)
 
     asio::io_context ctx(io_threads);
     asio_sync::semaphore limit(ctx, opts.k);
+    asio_sync::wait_histogram limit_waits; // every session that had to queue for a permit
+    limit.set_observer(&limit_waits);
     asio_sync::gate sessions(ctx); // every session in flight holds an entry
     server_stats server;
     client_stats clients;
@@ -846,6 +883,7 @@ int main(int argc, char** argv)
                 server.drain_ms, server.drained_ok ? "yes" : "NO");
     std::printf("  clients saw               %zu replies, %zu gave up waiting, %zu turned away\n",
                 clients.replies.load(), clients.gave_up.load(), clients.turned_away.load());
+    print_waits(limit_waits.snapshot());
     if (waits.empty())
         std::printf("  wait before service       no sessions served\n");
     else

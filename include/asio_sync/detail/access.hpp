@@ -23,12 +23,22 @@ struct access
         return T(std::forward<Args>(args)...);
     }
 
-    // The acquire whose handler receives what `grant` makes of the outcome, on which the mutexes
-    // build their scoped locks.
-    template <class Signature, class Semaphore, class Grant, class Token>
-    static auto async_acquire_as(Semaphore& semaphore, std::size_t n, const Grant& grant, Token&& token)
+    // The acquire whose handler receives what `grant` makes of the outcome, with a deadline or
+    // without (detail/deadline.hpp), on which the mutexes build their locks.
+    template <class Signature, class Semaphore, class Grant, class Token, class... Deadline>
+    static auto async_acquire_as(Semaphore& semaphore, std::size_t n, const Grant& grant, Token&& token,
+                                 Deadline... expiry)
     {
-        return semaphore.template async_acquire_as<Signature>(n, grant, std::forward<Token>(token));
+        return semaphore.template async_acquire_as<Signature>(n, grant, std::forward<Token>(token),
+                                                              expiry...);
+    }
+
+    // The service entry of a semaphore, for the locks built on one: their names in Asio's handler
+    // tracking, and their observer.
+    template <class Semaphore>
+    static auto& entry(Semaphore& semaphore) noexcept
+    {
+        return semaphore.impl_;
     }
 
     // The state of a semaphore_core that its interface does not show, which the interleaving
@@ -49,12 +59,6 @@ struct access
     static std::size_t debt(const Core& core) noexcept
     {
         return core.debt_;
-    }
-
-    template <class Core>
-    static const auto& room(const Core& core) noexcept
-    {
-        return core.room_;
     }
 
     template <class Core>

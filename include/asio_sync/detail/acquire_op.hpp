@@ -7,16 +7,19 @@
 #define ASIO_SYNC_DETAIL_ACQUIRE_OP_HPP
 
 #include <asio_sync/detail/completion.hpp>
+#include <asio_sync/detail/handler_tracking.hpp>
 #include <asio_sync/detail/handler_work.hpp>
 #include <asio_sync/detail/submit.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 #include <asio_sync/error.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <new>
@@ -41,6 +44,8 @@ inline boost::system::error_code to_error_code(waiter_outcome outcome) noexcept
         return error::too_many_permits;
     case waiter_outcome::no_memory:
         return boost::asio::error::no_memory;
+    case waiter_outcome::no_upgrade_lock:
+        return error::no_upgrade_lock;
     }
     return {};
 }
@@ -144,7 +149,7 @@ void deallocate_op(Op* op, const Allocator& handler_alloc) noexcept
 }
 
 template <class Handler, class IoExecutor, class Grant>
-class acquire_op final : public acquire_op_base
+class acquire_op final : public acquire_op_base BOOST_ASIO_ALSO_INHERIT_TRACKED_HANDLER
 {
 public:
     using parts_type = acquire_parts<Handler, IoExecutor, Grant>;
@@ -153,6 +158,7 @@ public:
         : acquire_op_base(&do_func), parts_(std::move(handler), io_ex, grant)
     {
         to_permit = Grant::to_permit;
+        track_creation(*this, io_ex);
     }
 
     static acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant)
@@ -169,20 +175,64 @@ private:
     static void do_func(acquire_op_base* base, action what, const boost::system::error_code& ec, relation how)
     {
         auto* op = static_cast<acquire_op*>(base);
+        // The handler tracking record keeps the operation's id: the operation may go first.
+        BOOST_ASIO_HANDLER_COMPLETION((*op));
         const std::size_t n = op->granted();
         parts_type parts(std::move(op->parts_));
         deallocate_op(op, parts.get_allocator());
         if (what == action::complete)
+        {
+            BOOST_ASIO_HANDLER_INVOCATION_BEGIN((ec));
             parts.complete(ec, how, n);
+            BOOST_ASIO_HANDLER_INVOCATION_END;
+        }
     }
 
     parts_type parts_;
 };
 
+inline wait_outcome observed_outcome(waiter_outcome outcome) noexcept
+{
+    switch (outcome)
+    {
+    case waiter_outcome::granted:
+        return wait_outcome::granted;
+    case waiter_outcome::pending:
+    case waiter_outcome::aborted:
+        return wait_outcome::cancelled;
+    case waiter_outcome::timed_out:
+        return wait_outcome::timed_out;
+    case waiter_outcome::closed:
+    case waiter_outcome::too_many:
+    case waiter_outcome::no_memory:
+    case waiter_outcome::no_upgrade_lock:
+        break;
+    }
+    return wait_outcome::failed;
+}
+
+// Tells an observed waiter's observer how it ended. What the observer throws is dropped: the
+// waiter is finished all the same (see wait_observer).
+inline void report_finished(const semaphore_waiter& w, wait_outcome outcome) noexcept
+{
+    BOOST_TRY
+    {
+        w.observer->on_finished(outcome, std::chrono::steady_clock::now() - w.queued_at);
+    }
+    BOOST_CATCH(...)
+    {
+    }
+    BOOST_CATCH_END
+}
+
 inline void destroy_all(waiter_list& done) noexcept
 {
     while (semaphore_waiter* w = done.pop_front())
+    {
+        if (w->observer)
+            report_finished(*w, wait_outcome::cancelled);
         static_cast<acquire_op_base*>(w)->destroy();
+    }
 }
 
 // The list of waiters this thread is finishing, if any. A completion that cannot be delivered
@@ -212,6 +262,8 @@ inline void complete_each(waiter_list& done, relation first) noexcept
     relation how = first;
     while (semaphore_waiter* w = done.pop_front())
     {
+        if (w->observer)
+            report_finished(*w, observed_outcome(w->outcome));
         BOOST_TRY
         {
             static_cast<acquire_op_base*>(w)->complete(to_error_code(w->outcome), how);

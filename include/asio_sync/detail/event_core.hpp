@@ -35,10 +35,13 @@ namespace asio_sync::detail {
 // ends. Between two rounds it is in no queue, yet a cancellation must still end it: the engine
 // counts the waits between rounds that nothing has cancelled, and keeps as each one's count
 // (`missing`) the number of cancel_all() calls (cancel() and the end of the condition variable)
-// made before its notification. A per-operation cancellation marks the wait itself, which the
-// engine still names through its cancel_ref until it ends; a cancel_all() marks every wait between
-// rounds at once, by making their number stale. The wait learns it under the mutex, in end_round,
-// before it queues again.
+// made before its notification. A per-operation cancellation marks the wait itself
+// (`round_cancel`), which the engine still names through its cancel_ref until it ends; a
+// cancel_all() marks every wait between rounds at once, by making their number stale. The wait
+// learns it under the mutex, in end_round, before it queues again. A wait that a notify_one woke
+// alone and that a per-operation cancellation ends between rounds has not used its notification:
+// the cancellation passes it to the oldest queued wait, as it would if it had come before the
+// notification.
 template <template <class> class Atomic = std::atomic, class Mutex = adaptive_mutex>
 class event_core
 {
@@ -84,12 +87,13 @@ public:
         std::lock_guard<Mutex> lock(mutex_);
         semaphore_waiter* w = queue_.front();
         if (w)
-            remove(*w, waiter_outcome::granted, done);
+            remove(*w, waiter_outcome::granted, done, true);
         return w != nullptr;
     }
 
     // Takes the waiter that *ref names out of the queue with outcome `why`, or marks a predicate
-    // wait between rounds cancelled (it ends in end_round). Returns false if neither was left to do.
+    // wait between rounds cancelled (it ends in end_round), passing on the notification it took
+    // alone. Returns false if neither was left to do.
     bool cancel(semaphore_waiter* const* ref, waiter_outcome why, waiter_list& done)
     {
         std::lock_guard<Mutex> lock(mutex_);
@@ -103,8 +107,10 @@ public:
         }
         if (!w->repeats || cancelled(*w))
             return false;
-        w->outcome = why;
+        w->round_cancel = why;
         --between_rounds_;
+        if (semaphore_waiter* next = w->woken_alone ? queue_.front() : nullptr)
+            remove(*next, waiter_outcome::granted, done, true);
         return true;
     }
 
@@ -139,7 +145,7 @@ public:
         if (cancelled(w))
         {
             forget(w);
-            return w.outcome == waiter_outcome::granted ? waiter_outcome::aborted : w.outcome;
+            return w.round_cancel == waiter_outcome::pending ? waiter_outcome::aborted : w.round_cancel;
         }
         --between_rounds_;
         if (!again)
@@ -165,14 +171,16 @@ private:
         return count;
     }
 
-    // A predicate wait that a notification takes out stays named, between rounds.
-    void remove(semaphore_waiter& w, waiter_outcome why, waiter_list& done) noexcept
+    // A predicate wait that a notification takes out stays named, between rounds; `alone` says
+    // that the notification was a notify_one's.
+    void remove(semaphore_waiter& w, waiter_outcome why, waiter_list& done, bool alone = false) noexcept
     {
         queue_.erase(w);
         w.queued.store(false, std::memory_order_relaxed);
         if (w.repeats && why == waiter_outcome::granted)
         {
             w.missing = cancel_alls_;
+            w.woken_alone = alone;
             ++between_rounds_;
         }
         else
@@ -187,10 +195,13 @@ private:
             *w.cancel_ref = nullptr;
     }
 
-    // For a predicate wait between rounds, under the mutex.
+    // For a predicate wait out of the queue, under the mutex: whether it is not between rounds
+    // (still starting: its outcome is not a notification's), or was cancelled since its
+    // notification.
     bool cancelled(const semaphore_waiter& w) const noexcept
     {
-        return w.outcome != waiter_outcome::granted || w.missing != cancel_alls_;
+        return w.outcome != waiter_outcome::granted || w.round_cancel != waiter_outcome::pending ||
+               w.missing != cancel_alls_;
     }
 
     Atomic<bool> set_;

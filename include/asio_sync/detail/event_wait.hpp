@@ -9,8 +9,9 @@
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/event_core.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
-#include <asio_sync/detail/start_acquire.hpp>
+#include <asio_sync/detail/timed_acquire_op.hpp>
 
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
@@ -22,39 +23,46 @@
 namespace asio_sync::detail {
 
 // A wait on an event_impl is an acquire of one signal from its engine, which a set never runs
-// out of: the shared acquire machinery does the rest.
-template <class Executor>
+// out of: the shared acquire machinery does the rest, with a deadline or without
+// (detail/deadline.hpp).
+template <class Executor, class Deadline = no_deadline>
 class initiate_event_wait
 {
 public:
     using executor_type = Executor;
     using grant_type = signal_grant;
 
-    initiate_event_wait(const Executor& ex, event_impl& impl) noexcept : executor_(&ex), impl_(&impl) {}
+    initiate_event_wait(const Executor& ex, event_impl& impl, Deadline expiry = Deadline()) noexcept
+        : executor_(&ex), impl_(&impl), deadline_(expiry)
+    {
+    }
 
     const executor_type& get_executor() const noexcept { return *executor_; }
 
     event_core<>& core() const noexcept { return impl_->core; }
+
+    service_entry& entry() const noexcept { return *impl_; }
 
     grant_type grant() const noexcept { return {}; }
 
     template <class Handler>
     void operator()(Handler&& handler, std::size_t n = 1) const
     {
-        start_acquire<acquire_op>(impl_->core, std::decay_t<Handler>(std::forward<Handler>(handler)),
-                                  *executor_, n, grant_type());
+        start_acquire_until(impl_->core, *impl_, std::decay_t<Handler>(std::forward<Handler>(handler)),
+                            *executor_, n, grant_type(), deadline_);
     }
 
 private:
     const Executor* executor_;
     event_impl* impl_;
+    Deadline deadline_;
 };
 
-template <class Token, class Executor>
-auto async_event_wait(const Executor& ex, event_impl& impl, Token&& token)
+template <class Token, class Executor, class Deadline = no_deadline>
+auto async_event_wait(const Executor& ex, event_impl& impl, Token&& token, Deadline expiry = Deadline())
 {
     using signature = void(boost::system::error_code);
-    initiate_event_wait<Executor> initiation(ex, impl);
+    initiate_event_wait<Executor, Deadline> initiation(ex, impl, expiry);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
     if constexpr (!std::is_void_v<awaitable_executor_t<Token>>)
         return acquire_awaitable<signature, std::decay_t<Token>>(1, initiation);

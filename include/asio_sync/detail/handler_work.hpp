@@ -8,8 +8,10 @@
 
 #include <asio_sync/detail/submit.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/prefer.hpp>
 
 #include <optional>
@@ -31,14 +33,8 @@ using tracked_executor_t = std::decay_t<decltype(boost::asio::prefer(
 template <class Handler, class IoExecutor>
 class handler_work
 {
-    // The answer for a handler without an executor of its own.
-    struct no_executor
-    {
-    };
-
-    using handler_executor = boost::asio::associated_executor_t<Handler, IoExecutor>;
-    static constexpr bool own_executor =
-        !std::is_same_v<boost::asio::associated_executor_t<Handler, no_executor>, no_executor>;
+    using handler_executor_type = boost::asio::associated_executor_t<Handler, IoExecutor>;
+    static constexpr bool own_executor = has_own_executor_v<Handler>;
 
     struct no_work
     {
@@ -48,37 +44,72 @@ class handler_work
 
 public:
     handler_work(const Handler& handler, const IoExecutor& io_ex)
-        : io_work_(track_io(handler, io_ex)),
-          handler_work_(track(boost::asio::get_associated_executor(handler, io_ex)))
+        : handler_work(handler_executor(handler, io_ex), io_ex)
     {
     }
 
+    // Submits `f` through an untracked copy of the handler's executor: every copy of a tracked
+    // executor (the properties submit applies make three) counts work again and uncounts it when
+    // destroyed, on a counter all threads of the context share; this guard keeps the work counted
+    // until the submission has queued `f`, which counts as work in its turn.
     template <class Function, class Allocator>
     void complete(Function&& f, const Allocator& alloc, relation how)
     {
-        submit(handler_work_, std::forward<Function>(f), alloc, how);
+#if !defined(BOOST_ASIO_NO_TYPEID)
+        if constexpr (std::is_same_v<handler_executor_type, boost::asio::any_io_executor>)
+        {
+            if (const auto* io = handler_work_.template target<tracked_executor_t<io_context_executor>>())
+                return submit(untracked(*io), std::forward<Function>(f), alloc, how);
+        }
+#endif
+        submit(untracked(handler_work_), std::forward<Function>(f), alloc, how);
     }
 
 private:
+    using io_context_executor = boost::asio::io_context::executor_type;
+
+    // The handler's executor is looked up once, for both.
+    handler_work(const handler_executor_type& ex, const IoExecutor& io_ex)
+        : io_work_(track_io(ex, io_ex)), handler_work_(track(ex))
+    {
+    }
+
     template <class Executor>
     static auto track(const Executor& ex)
     {
         return boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
     }
 
-    static io_work track_io(const Handler& handler, const IoExecutor& io_ex)
+    // An any_io_executor that holds an io_context executor (the usual case) gets the tracked
+    // io_context executor, made directly rather than through the type erasure: complete() finds
+    // it by type and submits through it without type erasure either.
+    static boost::asio::any_io_executor track(const boost::asio::any_io_executor& ex)
+    {
+#if !defined(BOOST_ASIO_NO_TYPEID)
+        if (const auto* io = ex.target<io_context_executor>())
+            return boost::asio::any_io_executor(track(*io));
+#endif
+        return boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
+    }
+
+    template <class Executor>
+    static auto untracked(const Executor& ex)
+    {
+        return boost::asio::prefer(ex, boost::asio::execution::outstanding_work.untracked);
+    }
+
+    static io_work track_io(const handler_executor_type& ex, const IoExecutor& io_ex)
     {
         if constexpr (!own_executor)
             return no_work{};
-        else if constexpr (std::is_same_v<handler_executor, IoExecutor>)
-            return boost::asio::get_associated_executor(handler, io_ex) == io_ex ? io_work()
-                                                                                 : io_work(track(io_ex));
+        else if constexpr (std::is_same_v<handler_executor_type, IoExecutor>)
+            return ex == io_ex ? io_work() : io_work(track(io_ex));
         else
             return track(io_ex);
     }
 
     io_work io_work_;
-    tracked_executor_t<handler_executor> handler_work_;
+    tracked_executor_t<handler_executor_type> handler_work_;
 };
 
 } // namespace asio_sync::detail

@@ -36,13 +36,19 @@ namespace asio_sync::detail {
 // drained) or sees the flag (and takes the mutex). This is what makes the lock-free release safe,
 // where a separate "has waiters" boolean is not.
 //
-// A bounded core also keeps `room_` = bound - circulation, where circulation counts the permits in
-// the counter, those collected by queued waiters and those held by permit objects, minus the debt.
-// Only plain acquires (+), permit::forget (+) and plain releases (-) change it: capacity changes
-// move the bound and the circulation together. Updates that lower it come before the permits
-// move, updates that raise it after, so it is never overstated. A hand-off that completes plain
-// acquires gives their room back under the mutex, and a plain release takes its room under the
-// mutex too, so that it never sees a hand-off half done (see release_bounded).
+// A bounded core also keeps the room = bound - circulation, where circulation counts the permits
+// in the counter, those collected by queued waiters and those held by permit objects, minus the
+// debt. Only plain acquires (+), permit::forget (+) and plain releases (-) change it: capacity
+// changes move the bound and the circulation together. It lives in the same word, above the
+// counter (state = room << room_shift | permits << 2 | flags), which limits a bounded core to
+// max_bound: so a lock-free plain acquire takes its permits and leaves its room in one CAS, and a
+// plain release that finds nothing diverted takes its room and puts its permits in the counter in
+// one CAS. A release that finds the flag takes the mutex before its room, and the hand-off that
+// completes plain acquires gives their room back under the same mutex, so that no release ever
+// sees a hand-off half done (see release_bounded); permit::forget too raises the room under the
+// mutex while the flag is set, so that the flag still guards the word. Updates that lower the room
+// come no later than the permits move, updates that raise it no earlier, so it is never
+// overstated.
 //
 // Functions that complete waiters move them to a caller-provided `waiter_list`; the caller finishes
 // them after the mutex is released.
@@ -51,6 +57,10 @@ class semaphore_core
 {
 public:
     static constexpr std::size_t max_permits = std::numeric_limits<std::size_t>::max() >> 2;
+    // The largest bound of a bounded core: its counter and its room share the bits above the
+    // flags, half each.
+    static constexpr std::size_t max_bound =
+        (std::size_t(1) << (std::numeric_limits<std::size_t>::digits - 2) / 2) - 1;
 
     explicit semaphore_core(std::size_t initial_permits) : semaphore_core(initial_permits, max_permits, false)
     {
@@ -64,7 +74,7 @@ public:
     semaphore_core(const semaphore_core&) = delete;
     semaphore_core& operator=(const semaphore_core&) = delete;
 
-    std::size_t available() const noexcept { return state_.load(std::memory_order_relaxed) >> shift; }
+    std::size_t available() const noexcept { return permits(state_.load(std::memory_order_relaxed)); }
 
     std::size_t waiting() const noexcept { return waiting_.load(std::memory_order_relaxed); }
 
@@ -82,17 +92,13 @@ public:
         std::size_t s = state_.load(std::memory_order_relaxed);
         for (;;)
         {
-            if ((s & closed_flag) || (n != 0 && (s & divert_flag)) || (s >> shift) < n)
+            if ((s & closed_flag) || (n != 0 && (s & divert_flag)) || permits(s) < n)
                 return false;
             if (n == 0)
                 return true;
-            if (state_.compare_exchange_weak(s, s - (n << shift), std::memory_order_acquire,
-                                             std::memory_order_relaxed))
-            {
-                if (bounded_ && !to_permit)
-                    leave_circulation(n);
+            if (state_.compare_exchange_weak(s, s - (n << shift) + (to_permit ? 0 : room_units(n)),
+                                             std::memory_order_acquire, std::memory_order_relaxed))
                 return true;
-            }
         }
     }
 
@@ -117,21 +123,20 @@ public:
             // release may still change it, so drain it with a CAS.
             for (;;)
             {
-                const std::size_t permits = s >> shift;
-                if (permits >= n)
+                const std::size_t drained = permits(s);
+                if (drained >= n)
                 {
-                    if (!state_.compare_exchange_weak(s, s - (n << shift), std::memory_order_acquire,
-                                                      std::memory_order_relaxed))
+                    if (!state_.compare_exchange_weak(s, s - (n << shift) + (w.to_permit ? 0 : room_units(n)),
+                                                      std::memory_order_acquire, std::memory_order_relaxed))
                         continue;
-                    if (bounded_ && !w.to_permit)
-                        leave_circulation(n);
                     return waiter_outcome::granted;
                 }
-                if (state_.compare_exchange_weak(s, divert_flag, std::memory_order_acquire,
-                                                 std::memory_order_relaxed))
+                // What it drains stays in circulation: the room does not move.
+                if (state_.compare_exchange_weak(s, (s & room_mask_) | divert_flag,
+                                                 std::memory_order_acquire, std::memory_order_relaxed))
                 {
-                    w.missing = n - permits;
-                    w.collected = permits;
+                    w.missing = n - drained;
+                    w.collected = drained;
                     break;
                 }
             }
@@ -143,9 +148,8 @@ public:
     }
 
     // A plain release: puts n permits into circulation. Returns false, changing nothing, if that
-    // would pass the bound or the counter would pass max_permits. Forced inline, with the bounded
-    // and locked parts out of line: the unbounded lock-free case is the hot path of most programs;
-    // a bounded release always takes the mutex.
+    // would pass the bound or the counter would pass max_permits. Forced inline, with the locked
+    // parts out of line: the lock-free case is the hot path of most programs.
     BOOST_FORCEINLINE bool release(std::size_t n, waiter_list& done)
     {
         if (bounded_)
@@ -157,22 +161,36 @@ public:
     // circulation. Only an unbounded counter can be full; the excess is then dropped.
     void give_back(std::size_t n, waiter_list& done) { deposit(n, done, true); }
 
-    // permit::forget: the permits leave circulation for good.
+    // permit::forget: the permits leave circulation for good. Lock-free while nothing is diverted;
+    // otherwise under the mutex, since nothing else writes the word then (see publish).
     void forget_permit(std::size_t n) noexcept
     {
-        if (bounded_)
-            leave_circulation(n);
+        if (!bounded_)
+            return;
+        std::size_t s = state_.load(std::memory_order_relaxed);
+        while (!(s & divert_flag))
+        {
+            if (state_.compare_exchange_weak(s, s + (n << room_shift), std::memory_order_acq_rel,
+                                             std::memory_order_relaxed))
+                return;
+        }
+        std::lock_guard<Mutex> lock(mutex_);
+        leave_circulation(n);
     }
 
+    // The room a bounded core keeps for plain releases (0 for an unbounded one).
+    std::size_t room() const noexcept { return room_of(state_.load(std::memory_order_relaxed)); }
+
     // add_permits: new permits enter circulation and, on a bounded core, the bound rises with
-    // them. Returns false, changing nothing, if the bound or the counter would pass max_permits.
+    // them. Returns false, changing nothing, if the bound would pass max_bound or, unbounded, the
+    // counter max_permits.
     bool add(std::size_t n, waiter_list& done)
     {
         if (!bounded_)
             return deposit(n, done, false);
         std::lock_guard<Mutex> lock(mutex_);
         const std::size_t bound = bound_.load(std::memory_order_relaxed);
-        if (n > max_permits - bound)
+        if (n > max_bound - bound)
             return false;
         bound_.store(bound + n, std::memory_order_relaxed);
         deposit_locked(n, done, false);
@@ -188,7 +206,7 @@ public:
         std::size_t taken;
         do
         {
-            taken = (s >> shift) < n ? (s >> shift) : n;
+            taken = permits(s) < n ? permits(s) : n;
             if (taken == 0)
                 return 0;
         } while (!state_.compare_exchange_weak(s, s - (taken << shift), std::memory_order_acquire,
@@ -215,12 +233,13 @@ public:
         std::size_t taken;
         for (;;)
         {
-            taken = (s >> shift) < n ? (s >> shift) : n;
+            taken = permits(s) < n ? permits(s) : n;
             if (n - taken > max_permits - debt_)
                 boost::throw_exception(
                     std::overflow_error("asio_sync: reduce_permits would owe more than max_permits"));
             // Short of n, the counter is emptied and the flag set in the same step.
-            const std::size_t next = taken == n ? s - (n << shift) : (s & closed_flag) | divert_flag;
+            const std::size_t next =
+                taken == n ? s - (n << shift) : (s & (room_mask_ | closed_flag)) | divert_flag;
             if (state_.compare_exchange_weak(s, next, std::memory_order_acquire, std::memory_order_relaxed))
                 break;
         }
@@ -267,9 +286,7 @@ public:
         {
             // The counter was empty while the queue was not; nothing else writes it now.
             returned = pay_debt(returned);
-            state_.store((returned << shift) | (s & closed_flag) | (close ? closed_flag : 0) |
-                             (debt_ != 0 ? divert_flag : 0),
-                         std::memory_order_release);
+            publish(s, returned, (close ? closed_flag : 0) | (debt_ != 0 ? divert_flag : 0));
         }
         else if (close && !(s & closed_flag))
         {
@@ -287,17 +304,21 @@ private:
     static constexpr std::size_t closed_flag = 1;
     static constexpr std::size_t divert_flag = 2;
     static constexpr unsigned shift = 2;
+    // A bounded core's room, above its counter.
+    static constexpr unsigned room_shift = shift + (std::numeric_limits<std::size_t>::digits - 2) / 2;
 
     semaphore_core(std::size_t initial_permits, std::size_t bound, bool bounded)
-        : state_(checked(initial_permits, bound) << shift), bound_(bound), bounded_(bounded),
-          room_(bound - initial_permits)
+        : state_((checked(initial_permits, bound, bounded) << shift) |
+                 (bounded ? (bound - initial_permits) << room_shift : 0)),
+          bound_(bound), bounded_(bounded), counter_mask_(bounded ? max_bound : max_permits),
+          room_mask_(bounded ? ~std::size_t(0) << room_shift : 0)
     {
     }
 
-    static std::size_t checked(std::size_t initial_permits, std::size_t bound)
+    static std::size_t checked(std::size_t initial_permits, std::size_t bound, bool bounded)
     {
-        if (bound > max_permits)
-            boost::throw_exception(std::invalid_argument("asio_sync: the bound exceeds max_permits"));
+        if (bounded && bound > max_bound)
+            boost::throw_exception(std::invalid_argument("asio_sync: the bound exceeds max_bound"));
         if (initial_permits > bound)
             boost::throw_exception(
                 std::invalid_argument(bound == max_permits ? "asio_sync: initial permits exceed max_permits"
@@ -327,31 +348,77 @@ private:
             hand_off(returned, done);
     }
 
-    void leave_circulation(std::size_t n) noexcept { room_.fetch_add(n, std::memory_order_acq_rel); }
+    std::size_t permits(std::size_t state) const noexcept { return (state >> shift) & counter_mask_; }
 
-    // Decided under the mutex. The room that a hand-off's plain acquires leave comes back under
-    // the mutex, once they are out of the queue: a release that took its room lock-free and then
-    // handed its permits off could leave a second release, in that window, short of room although
-    // the first one's permits were leaving circulation again. (Two set() calls of an
-    // auto_reset_event with two waits queued then completed only one.) The room still needs a CAS:
-    // lock-free acquires and permit::forget raise it meanwhile.
+    std::size_t room_of(std::size_t state) const noexcept { return bounded_ ? state >> room_shift : 0; }
+
+    // n permits' worth of room in the word (n <= max_bound), none in an unbounded core.
+    std::size_t room_units(std::size_t n) const noexcept { return bounded_ ? n << room_shift : 0; }
+
+    // Room + circulation == bound <= max_bound: the room cannot carry out of its bits.
+    void leave_circulation(std::size_t n) noexcept
+    {
+        state_.fetch_add(n << room_shift, std::memory_order_acq_rel);
+    }
+
+    // Lock-free while nothing is diverted: the room and the counter move in one CAS, so no release
+    // ever sees one without the other. Otherwise decided under the mutex, the room taken before the
+    // hand-off: the room that a hand-off's plain acquires leave comes back under the mutex, once
+    // they are out of the queue, so a release that took its room and then waited for the mutex
+    // could leave a second release short of room although the first one's permits were leaving
+    // circulation again. (Two set() calls of an auto_reset_event with two waits queued then
+    // completed only one.) Under the mutex the room still needs a CAS: lock-free acquires,
+    // releases and permit::forget change the word if nothing is diverted.
     BOOST_NOINLINE bool release_bounded(std::size_t n, waiter_list& done)
     {
         if (n == 0)
             return true;
-        std::lock_guard<Mutex> lock(mutex_);
-        std::size_t room = room_.load(std::memory_order_relaxed);
-        do
-        {
-            if (room < n)
-                return false;
-        } while (!room_.compare_exchange_weak(room, room - n, std::memory_order_acq_rel,
-                                              std::memory_order_relaxed));
-        // Circulation <= bound <= max_permits, so the counter cannot overflow.
-        if (deposit_locked(n, done, false))
+        if (release_to_counter(n))
             return true;
-        leave_circulation(n); // unreachable while the invariants hold; leave the state as it was
+        std::lock_guard<Mutex> lock(mutex_);
+        return release_bounded_locked(n, done);
+    }
+
+    // The lock-free plain release of a bounded core: false if something is diverted, or if the
+    // room is short (the caller then finds out which under the mutex).
+    bool release_to_counter(std::size_t n) noexcept
+    {
+        std::size_t s = state_.load(std::memory_order_relaxed);
+        // Room >= n: circulation + n <= bound, so neither the counter nor the room overflows.
+        while (!(s & divert_flag) && room_of(s) >= n)
+        {
+            if (state_.compare_exchange_weak(s, s + (n << shift) - (n << room_shift),
+                                             std::memory_order_release, std::memory_order_relaxed))
+                return true;
+        }
         return false;
+    }
+
+    // Under the mutex: takes the room, if there is enough, then hands the permits off; or, if the
+    // flag is clear (the queue emptied while we were taking the mutex), puts them in the counter
+    // in the same CAS.
+    bool release_bounded_locked(std::size_t n, waiter_list& done)
+    {
+        std::size_t s = state_.load(std::memory_order_relaxed);
+        for (;;)
+        {
+            if (!(s & divert_flag))
+            {
+                if (room_of(s) < n)
+                    return false;
+                if (state_.compare_exchange_weak(s, s + (n << shift) - (n << room_shift),
+                                                 std::memory_order_release, std::memory_order_relaxed))
+                    return true;
+                continue;
+            }
+            if (room_of(s) < n)
+                return false;
+            if (state_.compare_exchange_weak(s, s - (n << room_shift), std::memory_order_acq_rel,
+                                             std::memory_order_relaxed))
+                break;
+        }
+        hand_off(n, done);
+        return true;
     }
 
     // Adds n permits: to the counter while nothing is diverted (lock-free), else to the debt and
@@ -398,10 +465,19 @@ private:
     }
 
     // How many of n permits fit into the counter of `state`.
-    static std::size_t fitting(std::size_t state, std::size_t n, bool clamp) noexcept
+    std::size_t fitting(std::size_t state, std::size_t n, bool clamp) const noexcept
     {
-        const std::size_t space = max_permits - (state >> shift);
+        const std::size_t space = counter_mask_ - permits(state);
         return n <= space ? n : (clamp ? space : 0);
+    }
+
+    // Called with the mutex held and divert_flag set: puts n permits in the counter and sets the
+    // word's flags to `flags`, keeping the room and the closed flag. Nothing else writes the word
+    // while the flag is set (lock-free acquires and releases see it and fail or take the mutex,
+    // and so does permit::forget), so a plain store does it in one step.
+    void publish(std::size_t s, std::size_t n, std::size_t flags) noexcept
+    {
+        state_.store((s & (room_mask_ | closed_flag)) | (n << shift) | flags, std::memory_order_release);
     }
 
     std::size_t pay_debt(std::size_t n) noexcept
@@ -433,10 +509,9 @@ private:
         }
         if (queue_.empty() && debt_ == 0)
         {
-            // Still flagged, so no lock-free path has touched the word: a plain store clears the
-            // flag and publishes the surplus in one step.
-            const std::size_t s = state_.load(std::memory_order_relaxed);
-            state_.store((n << shift) | (s & closed_flag), std::memory_order_release);
+            // Still flagged, so no lock-free path has touched the word: one step clears the flag
+            // and publishes the surplus.
+            publish(state_.load(std::memory_order_relaxed), n, 0);
         }
     }
 
@@ -456,14 +531,15 @@ private:
     }
 
     // Lock-free paths hammer this word; keep it away from the mutex and the list. The bound and
-    // the flag next to it are read-mostly.
+    // the constants next to it are read-mostly.
     alignas(64) Atomic<std::size_t> state_;
     std::atomic<std::size_t> bound_; // written under the mutex
     const bool bounded_;
+    const std::size_t counter_mask_; // the counter's bits, after the shift
+    const std::size_t room_mask_;    // the room's bits in the word: none in an unbounded core
     alignas(64) Mutex mutex_;
     waiter_list queue_;
     std::size_t debt_ = 0; // guarded by the mutex
-    Atomic<std::size_t> room_;
     // A statistic for waiting(), written under the mutex; not part of the algorithm, so not a
     // step the test scheduler needs to interleave.
     std::atomic<std::size_t> waiting_{0};

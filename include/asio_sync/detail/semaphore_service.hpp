@@ -7,8 +7,10 @@
 #define ASIO_SYNC_DETAIL_SEMAPHORE_SERVICE_HPP
 
 #include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/handler_tracking.hpp>
 #include <asio_sync/detail/semaphore_core.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/execution_context.hpp>
 
@@ -27,7 +29,12 @@ struct service_entry
 
     explicit service_entry(abort_func abort) noexcept : abort_waiters(abort) {}
 
-    abort_func abort_waiters;      // moves every queued waiter, aborted, to the list
+    abort_func abort_waiters; // moves every queued waiter, aborted, to the list
+    tracking_names names;     // what Asio's handler tracking calls the primitive and its wait
+    std::atomic<wait_observer*> observer{nullptr}; // who is told of its waits (set_observer)
+    // For a lock whose coroutine holders the holder registry records: the permits its holders
+    // share (1 for a mutex); 0 for the other primitives.
+    std::size_t lock_permits = 0;
     service_entry* prev = nullptr; // service list, guarded by the service's mutex
     service_entry* next = nullptr;
     // Null once the context has shut down, so a primitive may outlive its context.

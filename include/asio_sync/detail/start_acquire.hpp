@@ -11,10 +11,12 @@
 #include <asio_sync/detail/submit.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 #include <asio_sync/error.hpp>
+#include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/core/no_exceptions_support.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <utility>
 
@@ -88,15 +90,37 @@ void install_cancellation(Engine& engine, Op* op)
     BOOST_CATCH_END
 }
 
+// Tells an observer that a wait has been queued. What it throws is dropped (see wait_observer).
+inline void report_queued(wait_observer& observer) noexcept
+{
+    BOOST_TRY
+    {
+        observer.on_queued();
+    }
+    BOOST_CATCH(...)
+    {
+    }
+    BOOST_CATCH_END
+}
+
 // Queues a created operation `op` for n permits on `engine`, or decides it at once: the part of an
 // acquire after its operation exists, shared with the waits whose initiation needs more than an
-// acquire (a condition variable's).
+// acquire (a condition variable's). With an `observer`, a wait that queues is reported to it,
+// queued now and finished when it leaves the queue (complete_each); one decided at once is not.
 template <class Engine, class Op>
-void queue_op(Engine& engine, Op* op, std::size_t n)
+void queue_op(Engine& engine, Op* op, std::size_t n, wait_observer* observer = nullptr)
 {
     install_cancellation(engine, op);
     auto& slot = op->slot();
+    if (observer)
+    {
+        // Before the waiter is visible: once queued, another thread may finish it at once.
+        op->observer = observer;
+        op->queued_at = std::chrono::steady_clock::now();
+    }
     const waiter_outcome decided = engine.enqueue(*op, n);
+    if (decided == waiter_outcome::pending && observer)
+        report_queued(*observer);
     if (decided != waiter_outcome::pending)
     {
         // Decided without queueing: nobody else knows of the operation yet. If its completion
@@ -119,11 +143,11 @@ void queue_op(Engine& engine, Op* op, std::size_t n)
 
 // An acquire of n permits that the lock-free attempt could not grant: n is more than the engine
 // holds, someone is queued, or the engine is closed. `op_args` go to Op::create after the handler,
-// the I/O executor and the grant.
+// the I/O executor and the grant. A queued wait is reported to `observer`, if any.
 template <template <class, class, class> class Op, class Engine, class Handler, class IoExecutor, class Grant,
           class... OpArgs>
-void start_other_acquire(Engine& engine, Handler handler, const IoExecutor& io_ex, std::size_t n,
-                         const Grant& grant, OpArgs&&... op_args)
+void start_other_acquire(Engine& engine, wait_observer* observer, Handler handler, const IoExecutor& io_ex,
+                         std::size_t n, const Grant& grant, OpArgs&&... op_args)
 {
     using op_type = Op<Handler, IoExecutor, Grant>;
 
@@ -132,7 +156,8 @@ void start_other_acquire(Engine& engine, Handler handler, const IoExecutor& io_e
     if (n == 0) // try_acquire(0) fails only once closed
         return post_completion(std::move(handler), io_ex, grant, error::closed, n);
 
-    queue_op(engine, op_type::create(std::move(handler), io_ex, grant, std::forward<OpArgs>(op_args)...), n);
+    queue_op(engine, op_type::create(std::move(handler), io_ex, grant, std::forward<OpArgs>(op_args)...), n,
+             observer);
 }
 
 // Starts an acquire of n permits from `engine` for `handler`, whose arguments `grant` makes, with
@@ -146,7 +171,8 @@ inline void start_acquire(Engine& engine, Handler handler, const IoExecutor& io_
 {
     if (engine.try_acquire(n, Grant::to_permit))
         return post_completion(std::move(handler), io_ex, grant, {}, n);
-    start_other_acquire<Op>(engine, std::move(handler), io_ex, n, grant, std::forward<OpArgs>(op_args)...);
+    start_other_acquire<Op>(engine, nullptr, std::move(handler), io_ex, n, grant,
+                            std::forward<OpArgs>(op_args)...);
 }
 
 } // namespace asio_sync::detail

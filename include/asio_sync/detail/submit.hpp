@@ -8,6 +8,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/execution/allocator.hpp>
 #include <boost/asio/execution/blocking.hpp>
 #include <boost/asio/execution/execute.hpp>
@@ -32,6 +33,28 @@ template <class Handler>
 handler_allocator_t<Handler> get_handler_allocator(const Handler& handler) noexcept
 {
     return boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>());
+}
+
+// The answer for a handler without an executor of its own.
+struct no_associated_executor
+{
+};
+
+// Whether a handler has an associated executor of its own; without one it completes on the I/O
+// executor, which is known at compile time.
+template <class Handler>
+inline constexpr bool has_own_executor_v =
+    !std::is_same_v<boost::asio::associated_executor_t<Handler, no_associated_executor>,
+                    no_associated_executor>;
+
+// The executor a handler completes on: its own, or the I/O executor itself, without a copy.
+template <class Handler, class IoExecutor>
+decltype(auto) handler_executor(const Handler& handler, const IoExecutor& io_ex)
+{
+    if constexpr (has_own_executor_v<Handler>)
+        return boost::asio::get_associated_executor(handler, io_ex);
+    else
+        return (io_ex);
 }
 
 // How a completion relates to the code that decided it. A continuation goes on the calling

@@ -7,7 +7,10 @@
 #define ASIO_SYNC_DETAIL_TIMED_ACQUIRE_OP_HPP
 
 #include <asio_sync/detail/acquire_op.hpp>
+#include <asio_sync/detail/deadline.hpp>
+#include <asio_sync/detail/handler_tracking.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
+#include <asio_sync/detail/start_acquire.hpp>
 #include <asio_sync/detail/submit.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 
@@ -17,8 +20,8 @@
 #include <boost/system/error_code.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 namespace asio_sync::detail {
@@ -64,39 +67,43 @@ private:
     allocator_type alloc_;
 };
 
-// An acquire with a time limit. Its timer lives in the operation, which therefore has up to three
-// owners: the queue side (completed or destroyed through func_, like any acquire), the initiator
-// until it has started the timer, and the timer's wait handler. The memory goes with the last.
+// An acquire with a deadline, from any engine (see start_acquire.hpp) that belongs to a primitive
+// registered with its context's service (`entry`). Its timer lives in the operation, which
+// therefore has up to three owners: the queue side (completed or destroyed through func_, like any
+// acquire), the initiator until it has started the timer, and the timer's wait handler. The
+// memory goes with the last.
 //
 // The timer starts only once the waiter is queued, so an expiry always finds it queued or gone.
 // The initiator and the queue side agree through `stage_` on which of them cancels the timer, so
-// the timer object is never used by two threads at once. The expiry reaches the semaphore under
-// its service's lock and only while the waiter is still queued: the semaphore cannot finish its
-// destructor meanwhile (see semaphore_service::locked).
-template <class Handler, class IoExecutor, class Grant>
-class timed_acquire_op final : public acquire_op_base
+// the timer object is never used by two threads at once. The expiry reaches the engine under its
+// service's lock and only while the waiter is still queued: the primitive cannot finish its
+// destructor meanwhile (see semaphore_service::locked), and a grant or cancellation that came
+// first leaves the waiter alone (the engine checks again under its own lock).
+template <class Handler, class IoExecutor, class Grant, class Engine>
+class timed_acquire_op final : public acquire_op_base BOOST_ASIO_ALSO_INHERIT_TRACKED_HANDLER
 {
 public:
     using parts_type = acquire_parts<Handler, IoExecutor, Grant>;
     using allocator_type = typename parts_type::allocator_type;
-    using clock_type = std::chrono::steady_clock;
     using timer_type =
-        boost::asio::basic_waitable_timer<clock_type, boost::asio::wait_traits<clock_type>, IoExecutor>;
+        boost::asio::basic_waitable_timer<deadline_clock, boost::asio::wait_traits<deadline_clock>,
+                                          IoExecutor>;
 
-    timed_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, semaphore_impl& impl,
-                     clock_type::duration timeout)
+    timed_acquire_op(Handler&& handler, const IoExecutor& io_ex, const Grant& grant, Engine& engine,
+                     service_entry& entry, deadline_type ends_at)
         : acquire_op_base(&do_func), parts_(std::move(handler), io_ex, grant), alloc_(parts_.get_allocator()),
-          timer_(io_ex), timeout_(timeout), impl_(&impl),
-          service_(impl.service.load(std::memory_order_acquire))
+          timer_(io_ex), deadline_(ends_at), engine_(&engine),
+          service_(entry.service.load(std::memory_order_acquire))
     {
         to_permit = Grant::to_permit;
+        track_creation(*this, io_ex);
     }
 
     static timed_acquire_op* create(Handler&& handler, const IoExecutor& io_ex, const Grant& grant,
-                                    semaphore_impl& impl, clock_type::duration timeout)
+                                    Engine& engine, service_entry& entry, deadline_type ends_at)
     {
         return allocate_op<timed_acquire_op>(get_handler_allocator(handler), std::move(handler), io_ex, grant,
-                                             impl, timeout);
+                                             engine, entry, ends_at);
     }
 
     typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
@@ -124,7 +131,7 @@ private:
     {
         BOOST_TRY
         {
-            timer_.expires_after(timeout_);
+            timer_.expires_at(deadline_);
             timer_.async_wait(expiry(this));
         }
         BOOST_CATCH(...)
@@ -133,7 +140,7 @@ private:
             // granted meanwhile) and reports it. The handler is posted, as always.
             waiter_list done;
             semaphore_waiter* self = this;
-            impl_->core.cancel(&self, waiter_outcome::no_memory, done);
+            engine_->cancel(&self, waiter_outcome::no_memory, done);
             complete_all(done);
         }
         BOOST_CATCH_END
@@ -148,9 +155,9 @@ private:
         waiter_list done;
         service_->locked([&] {
             if (!queued.load(std::memory_order_relaxed))
-                return; // granted or cancelled: the semaphore may be gone
+                return; // granted or cancelled: the primitive may be gone
             semaphore_waiter* self = this;
-            impl_->core.cancel(&self, waiter_outcome::timed_out, done);
+            engine_->cancel(&self, waiter_outcome::timed_out, done);
         });
         complete_all(done);
     }
@@ -164,24 +171,57 @@ private:
     static void do_func(acquire_op_base* base, action what, const boost::system::error_code& ec, relation how)
     {
         auto* op = static_cast<timed_acquire_op*>(base);
+        BOOST_ASIO_HANDLER_COMPLETION((*op));
         const std::size_t n = op->granted();
         parts_type parts(std::move(op->parts_));
         if (op->stage_.exchange(finished, std::memory_order_acq_rel) == timing)
             op->timer_.cancel();
         op->release();
         if (what == action::complete)
+        {
+            BOOST_ASIO_HANDLER_INVOCATION_BEGIN((ec));
             parts.complete(ec, how, n);
+            BOOST_ASIO_HANDLER_INVOCATION_END;
+        }
     }
 
     parts_type parts_;
     typename parts_type::allocator_type alloc_;
     timer_type timer_;
-    clock_type::duration timeout_; // counted from when the timer starts
-    semaphore_impl* impl_;
+    deadline_type deadline_;
+    Engine* engine_;
     semaphore_service* service_;
     std::atomic<unsigned char> owners_{2}; // the queue side and the initiator
     std::atomic<stage> stage_{initiating};
 };
+
+// The timed operation of one engine, in the shape start_acquire takes: Op<Handler, IoExecutor, Grant>.
+template <class Engine>
+struct timed_acquire
+{
+    template <class Handler, class IoExecutor, class Grant>
+    using op = timed_acquire_op<Handler, IoExecutor, Grant, Engine>;
+};
+
+// Starts an acquire of n permits from `engine`, which belongs to the primitive registered as
+// `entry`: without a time limit (no_deadline), until a deadline, or for a timeout that starts
+// counting once the wait has to queue; a wait that queues is reported to the entry's observer, if
+// any. The immediate grant is start_acquire's, inline: an acquire granted at once costs what it
+// costs without a deadline or an observer, and reads no clock.
+template <class Engine, class Handler, class IoExecutor, class Grant, class Deadline>
+inline void start_acquire_until(Engine& engine, service_entry& entry, Handler handler,
+                                const IoExecutor& io_ex, std::size_t n, const Grant& grant, Deadline expiry)
+{
+    if (engine.try_acquire(n, Grant::to_permit))
+        return post_completion(std::move(handler), io_ex, grant, {}, n);
+    const tracked_wait_scope tracked(entry.names);
+    wait_observer* observer = entry.observer.load(std::memory_order_acquire);
+    if constexpr (std::is_same_v<Deadline, no_deadline>)
+        start_other_acquire<acquire_op>(engine, observer, std::move(handler), io_ex, n, grant);
+    else
+        start_other_acquire<timed_acquire<Engine>::template op>(engine, observer, std::move(handler), io_ex,
+                                                                n, grant, engine, entry, deadline_of(expiry));
+}
 
 } // namespace asio_sync::detail
 

@@ -7,7 +7,12 @@
 #define ASIO_SYNC_DETAIL_WAITER_LIST_HPP
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+
+namespace asio_sync {
+class wait_observer;
+} // namespace asio_sync
 
 namespace asio_sync::detail {
 
@@ -20,8 +25,9 @@ enum class waiter_outcome : unsigned char
     aborted,
     closed,
     timed_out,
-    too_many,  // asks for more than a bounded semaphore's capacity, lowered while it waited
-    no_memory, // a timed acquire could not start its timer
+    too_many,        // asks for more than a bounded semaphore's capacity, lowered while it waited
+    no_memory,       // a timed acquire could not start its timer
+    no_upgrade_lock, // an upgrade without the upgrade lock (upgrade_core)
 };
 
 // A queued acquire. It is a base of the operation object that holds the completion handler, so
@@ -45,6 +51,14 @@ struct semaphore_waiter
     // A condition variable's predicate wait: a notification takes it out of the queue, but it may
     // queue again, and until it ends its engine still names it to a cancellation (see event_core).
     bool repeats = false;
+    // A predicate wait between rounds: whether a notify_one woke it alone (its notification then
+    // passes on if it is cancelled before it ends), and how a per-operation cancellation ended it
+    // (pending: none did). Kept apart from `outcome`, which the notifier reads after the unlock.
+    bool woken_alone = false;
+    waiter_outcome round_cancel = waiter_outcome::pending;
+    // Who reports the wait, and since when it waits (see wait_observer); null unless observed.
+    wait_observer* observer = nullptr;
+    std::chrono::steady_clock::time_point queued_at{};
 
     // What a granted waiter receives: the permits it asked for.
     std::size_t granted() const noexcept { return missing + collected; }

@@ -10,7 +10,6 @@
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/semaphore_core.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
-#include <asio_sync/detail/start_acquire.hpp>
 #include <asio_sync/detail/submit.hpp>
 #include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
@@ -23,7 +22,6 @@
 #include <boost/throw_exception.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <stdexcept>
@@ -34,15 +32,15 @@
 namespace asio_sync {
 
 template <class Executor>
-template <class Grant, class Timeout>
+template <class Grant, class Deadline>
 class basic_semaphore<Executor>::initiate_async_acquire
 {
 public:
     using executor_type = Executor;
     using grant_type = Grant;
 
-    initiate_async_acquire(basic_semaphore* self, const Grant& grant, Timeout timeout) noexcept
-        : self_(self), grant_(grant), timeout_(timeout)
+    initiate_async_acquire(basic_semaphore* self, const Grant& grant, Deadline expiry) noexcept
+        : self_(self), grant_(grant), deadline_(expiry)
     {
     }
 
@@ -50,31 +48,29 @@ public:
 
     detail::semaphore_core<>& core() const noexcept { return self_->impl_.core; }
 
+    detail::service_entry& entry() const noexcept { return self_->impl_; }
+
     const Grant& grant() const noexcept { return grant_; }
 
     template <class Handler>
     void operator()(Handler&& handler, std::size_t n) const
     {
-        using handler_type = std::decay_t<Handler>;
-        if constexpr (std::is_same_v<Timeout, timeout_type>)
-            detail::start_acquire<detail::timed_acquire_op>(
-                self_->impl_.core, handler_type(std::forward<Handler>(handler)), self_->executor_, n, grant_,
-                self_->impl_, timeout_);
-        else
-            detail::start_acquire<detail::acquire_op>(
-                self_->impl_.core, handler_type(std::forward<Handler>(handler)), self_->executor_, n, grant_);
+        detail::start_acquire_until(self_->impl_.core, self_->impl_,
+                                    std::decay_t<Handler>(std::forward<Handler>(handler)), self_->executor_,
+                                    n, grant_, deadline_);
     }
 
 private:
     basic_semaphore* self_;
     Grant grant_;
-    Timeout timeout_;
+    Deadline deadline_;
 };
 
 template <class Executor>
 basic_semaphore<Executor>::basic_semaphore(const executor_type& ex, std::size_t initial_permits)
     : executor_(ex), impl_(initial_permits)
 {
+    impl_.names = {"semaphore", "async_acquire", this};
     boost::asio::execution_context& ctx = boost::asio::query(executor_, boost::asio::execution::context);
     boost::asio::use_service<detail::semaphore_service>(ctx).add(impl_);
 }
@@ -84,6 +80,7 @@ basic_semaphore<Executor>::basic_semaphore(const executor_type& ex, std::size_t 
                                            std::size_t bound)
     : executor_(ex), impl_(initial_permits, bound)
 {
+    impl_.names = {"semaphore", "async_acquire", this};
     boost::asio::execution_context& ctx = boost::asio::query(executor_, boost::asio::execution::context);
     boost::asio::use_service<detail::semaphore_service>(ctx).add(impl_);
 }
@@ -96,19 +93,6 @@ basic_semaphore<Executor>::~basic_semaphore()
     if (detail::semaphore_service* service = impl_.service.load(std::memory_order_acquire))
         service->remove(impl_);
     detail::complete_all(done);
-}
-
-template <class Executor>
-template <class Rep, class Period>
-typename basic_semaphore<Executor>::timeout_type
-basic_semaphore<Executor>::to_timeout(const std::chrono::duration<Rep, Period>& timeout)
-{
-    // Saturates instead of overflowing; the timer saturates again when it adds the current time.
-    if (timeout <= timeout.zero())
-        return timeout_type::zero();
-    if (std::chrono::duration<double>(timeout) >= std::chrono::duration<double>(timeout_type::max()))
-        return timeout_type::max();
-    return std::chrono::ceil<timeout_type>(timeout);
 }
 
 template <class Executor>
@@ -165,7 +149,9 @@ void basic_semaphore<Executor>::add_permits(std::size_t n)
 {
     detail::waiter_list done;
     if (!impl_.core.add(n, done))
-        boost::throw_exception(std::overflow_error("asio_sync: add_permits would exceed max_permits"));
+        boost::throw_exception(std::overflow_error(impl_.core.bounded()
+                                                       ? "asio_sync: add_permits would exceed max_bound"
+                                                       : "asio_sync: add_permits would exceed max_permits"));
     detail::complete_all(done, detail::relation::continuation);
 }
 

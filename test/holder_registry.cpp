@@ -1,0 +1,175 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+// Built with ASIO_SYNC_ENABLE_HOLDER_REGISTRY (test/CMakeLists.txt, test/Jamfile): the registry
+// records the coroutines that hold and wait, lists them, and refuses at once a coroutine that
+// waits for a lock it holds, which without the registry would wait forever.
+
+#define BOOST_TEST_MODULE holder_registry
+#include <boost/test/unit_test.hpp>
+
+#if !defined(ASIO_SYNC_ENABLE_HOLDER_REGISTRY)
+#error "this test needs ASIO_SYNC_ENABLE_HOLDER_REGISTRY"
+#endif
+
+#include <asio_sync/holder_registry.hpp>
+#include <asio_sync/mutex.hpp>
+#include <asio_sync/shared_mutex.hpp>
+#include <asio_sync/upgrade_mutex.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/errc.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <chrono>
+#include <exception>
+#include <sstream>
+#include <string>
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+const error_code deadlock = make_error_code(boost::system::errc::resource_deadlock_would_occur);
+
+constexpr auto rethrow = [](std::exception_ptr e) {
+    if (e)
+        std::rethrow_exception(e);
+};
+
+std::string address(const void* p)
+{
+    std::ostringstream out;
+    out << p;
+    return out.str();
+}
+
+bool listed(const std::string& what)
+{
+    return asio_sync::holder_registry::dump().find(what) != std::string::npos;
+}
+
+void run(asio::io_context& io)
+{
+    io.restart();
+    io.run();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(holder_registry)
+
+// A coroutine that locks a mutex it holds is refused at once (with either token), still holds
+// the lock, and can unlock it; another coroutine that locks it waits, as it should.
+BOOST_AUTO_TEST_CASE(a_coroutine_locking_a_mutex_it_holds_is_refused_at_once)
+{
+    static_assert(asio_sync::holder_registry::enabled);
+    asio::io_context io;
+    asio_sync::mutex m(io);
+    int steps = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await m.async_lock(asio::use_awaitable);
+            BOOST_TEST(listed("mutex@" + address(&m) + " holds mode 1"));
+            auto [ec] = co_await m.async_lock(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(ec == deadlock);
+            try
+            {
+                co_await m.async_lock_for(std::chrono::hours(1), asio::use_awaitable);
+                BOOST_ERROR("a second lock by the holder succeeded");
+            }
+            catch (const boost::system::system_error& e)
+            {
+                BOOST_TEST(e.code() == deadlock);
+            }
+            BOOST_TEST(!m.try_lock()); // still held
+            ++steps;
+            co_await asio::post(io, asio::use_awaitable); // lets the other coroutine queue
+            BOOST_TEST(listed("mutex@" + address(&m) + " waits mode 1"));
+            m.unlock();
+            ++steps;
+        },
+        rethrow);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await m.async_lock(asio::use_awaitable); // another coroutine: it waits, then gets it
+            m.unlock();
+            ++steps;
+        },
+        rethrow);
+    run(io);
+    BOOST_TEST(steps == 3);
+    BOOST_TEST(asio_sync::holder_registry::dump().empty());
+}
+
+// A reader asking for the writer's lock of its own shared mutex is refused; asking for another
+// share is not.
+BOOST_AUTO_TEST_CASE(a_reader_asking_for_the_writer_lock_is_refused)
+{
+    asio::io_context io;
+    asio_sync::shared_mutex m(io);
+    int steps = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await m.async_lock_shared(asio::use_awaitable);
+            co_await m.async_lock_shared(asio::use_awaitable); // a second share: fine
+            auto [ec] = co_await m.async_lock(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(ec == deadlock);
+            m.unlock_shared();
+            m.unlock_shared();
+            co_await m.async_lock(asio::use_awaitable); // no share left: fine
+            m.downgrade();
+            auto [writer_ec] = co_await m.async_lock(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(writer_ec == deadlock); // the downgraded share is still its own
+            m.unlock_shared();
+            ++steps;
+        },
+        rethrow);
+    run(io);
+    BOOST_TEST(steps == 1);
+    BOOST_TEST(asio_sync::holder_registry::dump().empty());
+}
+
+// The upgrade mutex's modes: the upgrade holder may upgrade, but not take a second upgrade lock;
+// a holder of the upgrade lock and of a share besides waits for itself if it upgrades.
+BOOST_AUTO_TEST_CASE(the_upgrade_mutex_modes)
+{
+    asio::io_context io;
+    asio_sync::upgrade_mutex m(io);
+    int steps = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await m.async_lock_upgrade(asio::use_awaitable);
+            auto [second_ec] = co_await m.async_lock_upgrade(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(second_ec == deadlock);
+            co_await m.async_lock_shared(asio::use_awaitable); // a share besides the upgrade lock
+            auto [upgrade_ec] = co_await m.async_upgrade(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(upgrade_ec == deadlock);
+            m.unlock_shared();
+            co_await m.async_upgrade(asio::use_awaitable);
+            BOOST_TEST(listed("upgrade_mutex@" + address(&m) + " holds mode 3"));
+            auto [shared_ec] = co_await m.async_lock_shared(asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(shared_ec == deadlock);
+            m.downgrade_to_upgrade();
+            m.unlock_upgrade();
+            ++steps;
+        },
+        rethrow);
+    run(io);
+    BOOST_TEST(steps == 1);
+    BOOST_TEST(asio_sync::holder_registry::dump().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
