@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -714,6 +715,31 @@ BOOST_FIXTURE_TEST_CASE(a_waiter_whose_lease_lapsed_while_its_client_stalled_is_
         BOOST_TEST(a.p.count() == 1u);
     }
     proxied.close();
+}
+
+// A permit inside a completion handler that the context's shutdown destroys, after the semaphore
+// and the connection (which must go before their context): its release must touch neither, and
+// is not sent (the lease lapses on the server). It went through the connection object, freed by
+// then: AddressSanitizer reports the use after its scope, and ThreadSanitizer saw a use after free
+// at a fixture's teardown.
+BOOST_AUTO_TEST_CASE(a_permit_destroyed_at_context_shutdown_after_its_connection_touches_neither)
+{
+    redis_server server;
+    {
+        asio::io_context io;
+        {
+            redis::connection conn(io, options_for(server.port()));
+            redis::semaphore sem(conn, "shutdown", 1, lease);
+            std::optional<permit> held;
+            sem.async_acquire_permit(1, [&](boost::system::error_code ec, permit p) {
+                BOOST_TEST(!ec);
+                held.emplace(std::move(p));
+            });
+            while (!held)
+                io.run_one();
+            asio::post(io, [p = std::move(*held)] {});
+        }
+    }
 }
 
 BOOST_FIXTURE_TEST_CASE(a_queued_acquire_is_allocated_with_the_handlers_allocator, fixture)

@@ -155,7 +155,8 @@ public:
     /// Not with other calls on the same permit.
     ///
     /// @par Object lifetimes
-    /// The permit may be destroyed at once; the connection must outlive the release.
+    /// The permit may be destroyed at once; the connection must outlive the release (a release
+    /// whose connection is gone is not sent: the lease lapses on the server).
     ///
     /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))

@@ -79,9 +79,12 @@ struct semaphore_status
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
 ///
-/// **Lifetime.** The connection must outlive the semaphore and every permit made by it. While the
-/// semaphore has pending acquires or one of its permits exists, its timer keeps the connection's
-/// execution context busy.
+/// **Lifetime.** The connection must outlive the semaphore, and should outlive every permit made by
+/// it. Where it cannot (a permit inside a completion handler that the context's shutdown destroys,
+/// after the connection, which must go before its context), the permit's release is not sent and
+/// its lease lapses on the server within one lease, as a dead process's does. While the semaphore
+/// has pending acquires or one of its permits exists, its timer keeps the connection's execution
+/// context busy.
 ///
 /// The design, the guarantees and their limits (one Redis primary, failover, clocks, lost state,
 /// choosing the lease), the errors and how to operate it are in the guide "Beyond one process"

@@ -23,6 +23,13 @@ struct access
         return *connection.impl_;
     }
 
+    // The same, shared: what the semaphore's engine keeps (weakly) to send its commands.
+    template <class Connection>
+    static const auto& shared_impl(Connection& connection) noexcept
+    {
+        return connection.impl_;
+    }
+
     // A permit made by the engine that granted it, with the constructor only it may call.
     template <class T, class... Args>
     static T construct(Args&&... args)

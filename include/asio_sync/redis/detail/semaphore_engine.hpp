@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,9 +63,9 @@ public:
 
     semaphore_engine(connection_type& connection, std::string_view name, std::size_t capacity,
                      std::chrono::milliseconds lease, std::chrono::milliseconds safety_margin)
-        : connection_(connection), script_(name),
-          client_(client_options{capacity, lease, safety_margin, random_prefix()}),
-          timer_(connection.get_executor())
+        : connection_(connection), link_(access::shared_impl(connection)), executor_(connection.get_executor()),
+          script_(name), client_(client_options{capacity, lease, safety_margin, random_prefix()}),
+          timer_(executor_)
     {
     }
 
@@ -131,7 +132,7 @@ public:
     {
         grant_type grant;
         grant.engine = this->shared_from_this();
-        core::start_acquire<remote_acquire_op>(*this, std::move(handler), connection_.get_executor(), n,
+        core::start_acquire<remote_acquire_op>(*this, std::move(handler), executor_, n,
                                                grant, mode, timeout);
     }
 
@@ -190,7 +191,7 @@ public:
     template <class Handler>
     owned_op make_status_op(Handler handler)
     {
-        return owned_op(status_op<Handler, Executor>::create(std::move(handler), connection_.get_executor()));
+        return owned_op(status_op<Handler, Executor>::create(std::move(handler), executor_));
     }
 
     // Stops renewing the holder `id` and releases it remotely; `op` (if any) completes on the
@@ -233,6 +234,7 @@ public:
     const semaphore_script& script() const noexcept { return script_; }
 
     connection_type& connection() const noexcept { return connection_; }
+    const Executor& get_executor() const noexcept { return executor_; }
 
 private:
     // The parts of a holder that the client does not keep: the operations waiting for its loss,
@@ -400,7 +402,7 @@ private:
 
     void send_acquire(const client_action& a)
     {
-        connection_.async_execute(
+        execute(
             script_.acquire(a.id, a.n, client_.options().capacity, client_.options().lease, a.mode),
             [self = this->shared_from_this(), serial = a.serial, id = a.id,
              sent_at = a.sent_at](boost::system::error_code ec, const reply& r) {
@@ -413,7 +415,7 @@ private:
 
     void send_renew(const client_action& a)
     {
-        connection_.async_execute(script_.renew(a.id, client_.options().lease, a.fence),
+        execute(script_.renew(a.id, client_.options().lease, a.fence),
                                   [self = this->shared_from_this(), serial = a.serial, id = a.id,
                                    sent_at = a.sent_at](boost::system::error_code ec, const reply& r) {
                                       const semaphore_reply decoded = decode_semaphore_reply(ec, r);
@@ -427,12 +429,30 @@ private:
                                   });
     }
 
+    // Sends a command, as the connection's async_execute does. Once the connection's
+    // implementation is gone (the connection destroyed, and nothing of its own left running),
+    // nothing is sent and the handler is destroyed: only a permit released after its connection
+    // (which the docs allow at context shutdown) gets here, and its lease lapses on the server.
+    template <class Args, class Handler>
+    void execute(const Args& args, Handler&& handler)
+    {
+        if (const std::shared_ptr<connection_impl> impl = link_.lock())
+            start_command(impl, executor_, std::forward<Handler>(handler), formatted_command::format_for_pipeline(args));
+    }
+
+    template <class Handler>
+    void execute(std::initializer_list<std::string_view> args, Handler&& handler)
+    {
+        if (const std::shared_ptr<connection_impl> impl = link_.lock())
+            start_command(impl, executor_, std::forward<Handler>(handler), formatted_command::format_for_pipeline(args));
+    }
+
     // Sends a release; `op` (if any) completes on its outcome. Sent again after connection_lost,
     // and after loading the library if it was missing.
     void send_release(release_call call, owned_op op)
     {
         auto command = script_.release(call.id, call.fence);
-        connection_.async_execute(command, [self = this->shared_from_this(), call = std::move(call),
+        execute(command, [self = this->shared_from_this(), call = std::move(call),
                                             op = std::move(op)](boost::system::error_code ec,
                                                                 const reply& r) mutable {
             const release_step step = semaphore_client::on_release_reply(call, decode_semaphore_reply(ec, r));
@@ -450,7 +470,7 @@ private:
 
     void send_watch()
     {
-        connection_.async_execute(
+        execute(
             script_.watch(), [self = this->shared_from_this()](boost::system::error_code ec, const reply& r) {
                 const semaphore_reply decoded = decode_semaphore_reply(ec, r);
                 self->run([&](client_actions&) { self->client_.on_watch_reply(decoded, clock::now()); });
@@ -459,7 +479,7 @@ private:
 
     void send_check()
     {
-        connection_.async_execute({"CONFIG", "GET", "maxmemory*"}, [self = this->shared_from_this()](
+        execute({"CONFIG", "GET", "maxmemory*"}, [self = this->shared_from_this()](
                                                                        boost::system::error_code ec,
                                                                        const reply& r) {
             const server_check result = ec == redis::error::connection_lost ? server_check::unanswered
@@ -472,7 +492,7 @@ private:
     // FUNCTION LOAD; the acquire `serial`, if any, hears how it went.
     void load_library(std::uint64_t serial)
     {
-        connection_.async_execute(
+        execute(
             semaphore_script::load_command(),
             [self = this->shared_from_this(), serial](boost::system::error_code ec, const reply& r) {
                 if (serial == 0)
@@ -486,13 +506,18 @@ private:
 
     void retry_later(std::uint64_t serial, std::chrono::milliseconds delay)
     {
-        auto timer = std::make_shared<boost::asio::steady_timer>(connection_.get_executor(), delay);
+        auto timer = std::make_shared<boost::asio::steady_timer>(executor_, delay);
         timer->async_wait([self = this->shared_from_this(), timer, serial](boost::system::error_code) {
             self->run([&](client_actions& out) { self->client_.on_retry(serial, clock::now(), out); });
         });
     }
 
-    connection_type& connection_;
+    connection_type& connection_; // only while the semaphore lives: start, stop, status reads
+    // Commands go through the connection's implementation, held weakly: a permit may outlive the
+    // connection object (inside a handler destroyed at context shutdown), and its release must
+    // then not touch that object (see execute).
+    std::weak_ptr<connection_impl> link_;
+    Executor executor_;
     const semaphore_script script_;
     typename connection_type::subscription_id subscription_{};
     std::uint64_t listener_ = 0;

@@ -13,10 +13,56 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/core/no_exceptions_support.hpp>
 
+#include <memory>
 #include <tuple>
 #include <utility>
 
 namespace asio_sync::redis {
+
+namespace detail {
+
+// What async_execute does with a formatted command, on the implementation `impl` with the I/O
+// executor `ex`: also the way of the semaphore's engine, which holds the implementation rather
+// than the connection object.
+template <class Executor, class Handler>
+void start_command(const std::shared_ptr<connection_impl>& impl, const Executor& ex, Handler handler,
+                   formatted_command command)
+{
+    using op_type = command_op<Handler, Executor>;
+
+    if (const boost::system::error_code refused = command.rejection())
+    {
+        const auto alloc = asio_sync::detail::get_handler_allocator(handler);
+        const auto handler_ex = boost::asio::get_associated_executor(handler, ex);
+        asio_sync::detail::submit(
+            handler_ex,
+            asio_sync::detail::completion<Handler, std::tuple<boost::system::error_code, reply>>(
+                std::move(handler), {refused, reply()}),
+            alloc, asio_sync::detail::relation::continuation);
+        return;
+    }
+
+    const std::uint64_t id = impl->new_id();
+    op_type* op = op_type::create(std::move(handler), ex, id, std::move(command));
+    command_op_ptr owned(op);
+    auto slot = op->slot();
+    if (slot.is_connected())
+        slot.template emplace<command_cancellation>(impl, id);
+    BOOST_TRY
+    {
+        impl->execute(std::move(owned));
+    }
+    BOOST_CATCH(...)
+    {
+        // The operation is gone: so must be the cancellation handler that names it.
+        if (slot.is_connected())
+            slot.clear();
+        BOOST_RETHROW
+    }
+    BOOST_CATCH_END
+}
+
+} // namespace detail
 
 template <class Executor>
 class basic_connection<Executor>::initiate_async_execute
@@ -56,38 +102,7 @@ template <class Executor>
 template <class Handler>
 void basic_connection<Executor>::start_execute(Handler handler, detail::formatted_command command)
 {
-    using op_type = detail::command_op<Handler, Executor>;
-
-    if (const boost::system::error_code refused = command.rejection())
-    {
-        const auto alloc = asio_sync::detail::get_handler_allocator(handler);
-        const auto ex = boost::asio::get_associated_executor(handler, executor_);
-        asio_sync::detail::submit(
-            ex,
-            asio_sync::detail::completion<Handler, std::tuple<boost::system::error_code, reply>>(
-                std::move(handler), {refused, reply()}),
-            alloc, asio_sync::detail::relation::continuation);
-        return;
-    }
-
-    const std::uint64_t id = impl_->new_id();
-    op_type* op = op_type::create(std::move(handler), executor_, id, std::move(command));
-    detail::command_op_ptr owned(op);
-    auto slot = op->slot();
-    if (slot.is_connected())
-        slot.template emplace<detail::command_cancellation>(impl_, id);
-    BOOST_TRY
-    {
-        impl_->execute(std::move(owned));
-    }
-    BOOST_CATCH(...)
-    {
-        // The operation is gone: so must be the cancellation handler that names it.
-        if (slot.is_connected())
-            slot.clear();
-        BOOST_RETHROW
-    }
-    BOOST_CATCH_END
+    detail::start_command(impl_, executor_, std::move(handler), std::move(command));
 }
 
 } // namespace asio_sync::redis

@@ -98,7 +98,7 @@ basic_permit<Executor>::basic_permit(std::shared_ptr<engine_type> engine, std::s
                                      std::uint64_t fence,
                                      std::shared_ptr<boost::asio::cancellation_signal> lost_signal,
                                      std::shared_ptr<const detail::lease_view> lease)
-    : engine_(std::move(engine)), executor_(engine_->connection().get_executor()), id_(std::move(id)),
+    : engine_(std::move(engine)), executor_(engine_->get_executor()), id_(std::move(id)),
       count_(count), fence_(fence), lost_signal_(std::move(lost_signal)), lease_(std::move(lease))
 {
 }
