@@ -9,12 +9,15 @@
 #include <asio_sync/barrier.hpp>
 
 #include "support/counting_allocator.hpp"
+#include "support/deadline_checks.hpp"
 #include "support/event_checks.hpp"
 #include "support/fault_injection.hpp"
 #include "support/handler.hpp"
 #include "support/recording_executor.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -27,6 +30,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <future>
 #include <memory>
@@ -69,9 +73,88 @@ struct arrival_log
     }
 };
 
+// A handler of the table of test/support/deadline_checks.hpp, which expects only the error code:
+// drops the phase, keeps the wrapped handler's cancellation slot and allocator.
+template <class Handler>
+struct phase_dropped
+{
+    Handler handler;
+
+    using cancellation_slot_type = asio::associated_cancellation_slot_t<Handler>;
+    using allocator_type = asio::associated_allocator_t<Handler>;
+
+    cancellation_slot_type get_cancellation_slot() const noexcept
+    {
+        return asio::get_associated_cancellation_slot(handler);
+    }
+    allocator_type get_allocator() const noexcept { return asio::get_associated_allocator(handler); }
+
+    void operator()(error_code ec, std::size_t) { std::move(handler)(ec); }
+};
+
+// The timed arrivals, for the table. The barrier expects three participants, two of them
+// stand-ins that leave with arrive_and_drop: unblocked, before the arrival, which then completes
+// the phase at once; blocked, only when granted. One waiting arrival and a grant complete a
+// phase, two waiting arrivals do not, and a grant that finds the arrival gone (it timed out)
+// stays for the next one.
+struct timed_arrival
+{
+    static constexpr const char* name = "barrier.async_arrive_and_wait_for/until";
+
+    struct object : barrier
+    {
+        explicit object(asio::io_context& io) : barrier(io, 3) {}
+        bool blocked = false;
+    };
+
+    static void block(object& b) { b.blocked = true; }
+    static void grant(object& b) { leave(b); }
+    static void release(object&) {}
+    static bool idle(object& b) { return b.missing() == b.expected(); }
+
+    template <class Duration, class Token>
+    static auto wait_for(object& b, Duration d, Token&& token)
+    {
+        if (!b.blocked)
+            leave(b);
+        return b.async_arrive_and_wait_for(d, adapt(std::forward<Token>(token)));
+    }
+
+    template <class TimePoint, class Token>
+    static auto wait_until(object& b, TimePoint t, Token&& token)
+    {
+        if (!b.blocked)
+            leave(b);
+        return b.async_arrive_and_wait_until(t, adapt(std::forward<Token>(token)));
+    }
+
+private:
+    static void leave(object& b)
+    {
+        while (b.expected() > 1)
+            b.arrive_and_drop();
+    }
+
+    template <class Token>
+    static auto adapt(Token&& token)
+    {
+        if constexpr (std::is_invocable_v<Token, error_code>)
+            return phase_dropped<std::decay_t<Token>>{std::forward<Token>(token)};
+        else
+            return std::forward<Token>(token);
+    }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(barrier_suite)
+
+BOOST_DATA_TEST_CASE(every_timed_arrival,
+                     boost::unit_test::data::make(asio_sync::test::deadline_checks<timed_arrival>::all()),
+                     check)
+{
+    check.run();
+}
 
 BOOST_AUTO_TEST_CASE(construction_and_observers)
 {
@@ -271,6 +354,36 @@ BOOST_AUTO_TEST_CASE(per_operation_cancellation_withdraws_the_arrival)
             BOOST_TEST(!log.codes.at(2));
         }
     }
+}
+
+// A timed-out arrival is withdrawn as a cancelled one is, and reports the phase it arrived in;
+// the last arrival of a phase completes it whatever its deadline.
+BOOST_AUTO_TEST_CASE(a_timed_out_arrival_is_withdrawn_from_its_phase)
+{
+    asio::io_context ctx;
+    barrier b(ctx, 2);
+    arrival_log log;
+    b.async_arrive_and_wait(log.handler(1));
+    b.async_arrive_and_wait_for(std::chrono::seconds(0), log.handler(2)); // the last: no time-out
+    drain(ctx);
+    BOOST_TEST(log.order == (std::vector<int>{1, 2}));
+    b.async_arrive_and_wait_for(std::chrono::milliseconds(1), log.handler(3));
+    BOOST_TEST(b.missing() == 1u);
+    ctx.restart();
+    ctx.run();
+    BOOST_TEST(b.missing() == 2u);
+    BOOST_TEST_REQUIRE(log.order.size() == 3u);
+    BOOST_TEST(log.codes.at(2) == asio_sync::error::timed_out);
+    BOOST_TEST(log.phases.at(2) == 1u);
+    b.async_arrive_and_wait(log.handler(4));
+    drain(ctx);
+    BOOST_TEST(log.order.size() == 3u); // the withdrawn arrival does not count
+    b.async_arrive_and_wait_until(std::chrono::system_clock::now() - std::chrono::hours(1), log.handler(5));
+    drain(ctx);
+    BOOST_TEST(log.order == (std::vector<int>{1, 2, 3, 4, 5}));
+    BOOST_TEST(!log.codes.at(3));
+    BOOST_TEST(!log.codes.at(4));
+    BOOST_TEST(b.phase() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(a_cancellation_after_the_phase_completed_does_nothing)

@@ -11,12 +11,16 @@
 #include <asio_sync/shared_mutex.hpp>
 
 #include "support/counting_allocator.hpp"
+#include "support/deadline_checks.hpp"
 #include "support/event_checks.hpp"
 #include "support/fault_injection.hpp"
 #include "support/handler.hpp"
+#include "support/lock_checks.hpp"
 #include "support/recording_executor.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -34,12 +38,15 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
+#include <random>
 #include <shared_mutex>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -100,11 +107,166 @@ struct waiters
         lock_type& l = lock();
         cv.async_wait(l, handler(id, l));
     }
+
+    // Runs the context until a timer of `d` started now has expired: every timer of the context
+    // due earlier has expired before it (timers run in the order of their deadlines).
+    void run_past(std::chrono::milliseconds d)
+    {
+        asio::steady_timer after(ctx, d);
+        bool ran = false;
+        after.async_wait([&](error_code) { ran = true; });
+        ctx.restart();
+        while (!ran)
+            ctx.run_one();
+    }
+};
+
+// The state of the table's object: the mutex, and the lock object of every wait, each left in
+// place until the end (a wait refers to its lock object). Shared with the waits' handlers, so that
+// it outlives a condition variable destroyed with waits pending until they relock and complete.
+struct table_state
+{
+    explicit table_state(asio::io_context& io) : mutex(io) {}
+
+    asio_sync::mutex mutex;
+    std::list<lock_type> locks;
+    std::atomic<bool> ready{true}; // the predicate, and for a plain wait: no need to block
+};
+
+// A handler of the table, which expects only the error code: a wait that fails gives the mutex it
+// relocked back at once, so that it holds nothing; a successful one keeps it until release().
+template <class Handler>
+struct failed_wait_unlocks
+{
+    Handler handler;
+    std::shared_ptr<table_state> state;
+    lock_type* lock;
+
+    using cancellation_slot_type = asio::associated_cancellation_slot_t<Handler>;
+    using allocator_type = asio::associated_allocator_t<Handler>;
+
+    cancellation_slot_type get_cancellation_slot() const noexcept
+    {
+        return asio::get_associated_cancellation_slot(handler);
+    }
+    allocator_type get_allocator() const noexcept { return asio::get_associated_allocator(handler); }
+
+    void operator()(error_code ec)
+    {
+        if (ec && lock->owns_lock())
+            lock->unlock();
+        std::move(handler)(ec);
+    }
+};
+
+// The timed waits, for the table of test/support/deadline_checks.hpp: plain, and with a predicate.
+// Blocked, a wait queues until grant(), which makes the predicate true and notifies one wait.
+// Unblocked, the predicate is true, so a predicate wait completes at once; a plain wait, which
+// always queues, is notified as soon as it is queued (by this thread, or for a coroutine, which
+// starts the wait when it suspends, by a handler posted before that).
+template <bool WithPredicate>
+struct timed_wait
+{
+    static constexpr const char* name = WithPredicate ? "condition_variable.async_wait_for/until(pred)"
+                                                      : "condition_variable.async_wait_for/until";
+
+    struct object
+    {
+        explicit object(asio::io_context& io) : state(std::make_shared<table_state>(io)), cv(io) {}
+
+        std::shared_ptr<table_state> state;
+        condition_variable cv; // destroyed first: its waits relock the state's mutex
+    };
+
+    static void block(object& o) { o.state->ready = false; }
+
+    static void grant(object& o)
+    {
+        o.state->ready = true;
+        o.cv.notify_one();
+    }
+
+    // Also what a coroutine's wait that failed still holds (its token cannot be wrapped).
+    static void release(object& o)
+    {
+        for (lock_type& lock : o.state->locks)
+            if (lock.owns_lock())
+                lock.unlock();
+    }
+
+    static bool idle(object& o)
+    {
+        for (const lock_type& lock : o.state->locks)
+            if (lock.owns_lock())
+                return false;
+        return asio_sync::test::unlocked_now(o.state->mutex);
+    }
+
+    template <class Duration, class Token>
+    static auto wait_for(object& o, Duration d, Token&& token)
+    {
+        return wait(o, std::forward<Token>(token), [&](lock_type& lock, auto&&... args) {
+            return o.cv.async_wait_for(lock, d, std::forward<decltype(args)>(args)...);
+        });
+    }
+
+    template <class TimePoint, class Token>
+    static auto wait_until(object& o, TimePoint t, Token&& token)
+    {
+        return wait(o, std::forward<Token>(token), [&](lock_type& lock, auto&&... args) {
+            return o.cv.async_wait_until(lock, t, std::forward<decltype(args)>(args)...);
+        });
+    }
+
+private:
+    template <class Token, class Start>
+    static auto wait(object& o, Token&& token, Start start)
+    {
+        release(o);
+        // Not a Boost.Test assertion: the table may start a wait on another thread.
+        if (!o.state->mutex.try_lock())
+            throw std::logic_error("the table's mutex is held when a wait starts");
+        lock_type& lock = o.state->locks.emplace_back(o.state->mutex, std::adopt_lock);
+        const bool notify = !WithPredicate && o.state->ready;
+        if constexpr (std::is_invocable_v<Token, error_code>)
+        {
+            with_predicate(
+                o, lock, start,
+                failed_wait_unlocks<std::decay_t<Token>>{std::forward<Token>(token), o.state, &lock});
+            if (notify)
+                o.cv.notify_one();
+        }
+        else
+        {
+            if (notify)
+                asio::post(o.cv.get_executor(), [&o] { o.cv.notify_one(); });
+            return with_predicate(o, lock, start, std::forward<Token>(token));
+        }
+    }
+
+    template <class Start, class Token>
+    static auto with_predicate(object& o, lock_type& lock, Start& start, Token&& token)
+    {
+        if constexpr (WithPredicate)
+            return start(
+                lock, [state = o.state.get()] { return state->ready.load(); }, std::forward<Token>(token));
+        else
+            return start(lock, std::forward<Token>(token));
+    }
 };
 
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(condition_variable_suite)
+
+BOOST_DATA_TEST_CASE(
+    every_timed_wait,
+    boost::unit_test::data::make(asio_sync::test::deadline_checks<timed_wait<false>>::all()) +
+        boost::unit_test::data::make(asio_sync::test::deadline_checks<timed_wait<true>>::all()),
+    check)
+{
+    check.run();
+}
 
 BOOST_AUTO_TEST_CASE(construction_and_observers)
 {
@@ -490,6 +652,162 @@ BOOST_AUTO_TEST_CASE(a_cancelled_predicate_wait_completes_holding_the_lock)
     BOOST_TEST(lock.owns_lock());
 }
 
+// A timed wait that times out leaves the queue, relocks (here it waits for the mutex, held
+// elsewhere when the time runs out) and completes with timed_out, its lock owning the mutex: a
+// deadline already past, a zero duration, and a duration that runs out.
+BOOST_AUTO_TEST_CASE(a_timed_out_wait_relocks_and_completes_holding_the_lock)
+{
+    using std::chrono::system_clock;
+    const std::function<void(waiters&, lock_type&, int)> starts[] = {
+        [](waiters& w, lock_type& l, int id) {
+            w.cv.async_wait_for(l, std::chrono::seconds(0), w.handler(id, l));
+        },
+        [](waiters& w, lock_type& l, int id) {
+            w.cv.async_wait_until(l, system_clock::now() - std::chrono::hours(1), w.handler(id, l));
+        },
+        [](waiters& w, lock_type& l, int id) {
+            w.cv.async_wait_until(l, std::chrono::steady_clock::now(), w.handler(id, l));
+        },
+        [](waiters& w, lock_type& l, int id) {
+            w.cv.async_wait_for(l, std::chrono::milliseconds(1), w.handler(id, l));
+        },
+    };
+    int id = 0;
+    for (const auto& start : starts)
+        BOOST_TEST_CONTEXT("start " << id)
+        {
+            waiters w;
+            lock_type& lock = w.lock();
+            start(w, lock, id);
+            BOOST_TEST(!lock.owns_lock());
+            BOOST_TEST_REQUIRE(w.mutex.try_lock()); // held elsewhere when the time runs out
+            w.run_past(std::chrono::milliseconds(2)); // the wait's timer expires
+            drain(w.ctx);
+            BOOST_TEST(w.order.empty()); // relocking
+            w.mutex.unlock();
+            drain(w.ctx);
+            BOOST_TEST(w.order == (std::vector<int>{id}));
+            BOOST_TEST(w.codes.at(0) == asio_sync::error::timed_out);
+            BOOST_TEST(w.owned.at(0));
+            w.ctx.restart();
+            w.ctx.run(); // returns: nothing is left, no timer
+            ++id;
+        }
+}
+
+// A predicate wait whose time runs out evaluates its predicate once more, holding the lock, and
+// completes with success if it is true, timed_out otherwise (std::condition_variable::wait_until
+// returns pred()). One true at the call completes at once and starts no timer.
+BOOST_AUTO_TEST_CASE(a_timed_out_predicate_wait_evaluates_its_predicate_once_more)
+{
+    for (const bool true_at_expiry : {false, true})
+        for (const bool past : {false, true})
+            BOOST_TEST_CONTEXT("true at expiry " << true_at_expiry << ", deadline already past " << past)
+            {
+                waiters w;
+                lock_type& lock = w.lock();
+                bool ready = false;
+                int evaluations = 0;
+                int owned_evaluations = 0;
+                auto pred = [&] {
+                    ++evaluations;
+                    owned_evaluations += lock.owns_lock() && !w.mutex.try_lock();
+                    return ready;
+                };
+                if (past)
+                    w.cv.async_wait_until(lock, std::chrono::system_clock::now() - std::chrono::hours(1),
+                                          pred, w.handler(1, lock));
+                else
+                    w.cv.async_wait_for(lock, std::chrono::milliseconds(1), pred, w.handler(1, lock));
+                BOOST_TEST(evaluations == 1);
+                ready = true_at_expiry; // no notification
+                w.ctx.run();
+                BOOST_TEST(evaluations == 2);
+                BOOST_TEST(owned_evaluations == 2);
+                BOOST_TEST_REQUIRE(w.codes.size() == 1u);
+                BOOST_TEST((w.codes[0] ==
+                            (true_at_expiry ? error_code() : error_code(asio_sync::error::timed_out))));
+                BOOST_TEST(w.owned.at(0));
+            }
+    waiters w;
+    lock_type& lock = w.lock();
+    w.cv.async_wait_for(
+        lock, std::chrono::hours(1), [] { return true; }, w.handler(1, lock));
+    BOOST_TEST(lock.owns_lock()); // not given up
+    w.ctx.run();                  // returns: no timer
+    BOOST_TEST(w.codes.size() == 1u);
+    BOOST_TEST(!w.codes.at(0));
+}
+
+// A predicate wait that a notification woke, and whose time runs out while it relocks, uses that
+// notification for its last evaluation: false, it completes with timed_out instead of waiting
+// again, and the wait queued behind it is not woken (one notify_one, one wait woken).
+BOOST_AUTO_TEST_CASE(a_notified_predicate_wait_whose_time_runs_out_while_it_relocks_ends)
+{
+    waiters w;
+    lock_type& lock = w.lock();
+    int evaluations = 0;
+    w.cv.async_wait_for(
+        lock, std::chrono::milliseconds(1),
+        [&] {
+            ++evaluations;
+            return false;
+        },
+        w.handler(1, lock));
+    w.wait(2);
+    BOOST_TEST_REQUIRE(w.mutex.try_lock());
+    w.cv.notify_one(); // the first wait relocks, behind this holder
+    w.run_past(std::chrono::milliseconds(2)); // the wait's timer expires
+    drain(w.ctx);
+    BOOST_TEST(w.order.empty());
+    w.mutex.unlock();
+    drain(w.ctx);
+    BOOST_TEST(evaluations == 2);
+    BOOST_TEST(w.order == (std::vector<int>{1}));
+    BOOST_TEST(w.codes.at(0) == asio_sync::error::timed_out);
+    BOOST_TEST(w.owned.at(0));
+    w.cv.notify_one();
+    drain(w.ctx);
+    BOOST_TEST(w.order == (std::vector<int>{1, 2}));
+    BOOST_TEST(!w.codes.at(1));
+}
+
+// Destroying the condition variable with timed waits pending (a predicate wait notified and
+// relocking, a plain and a predicate wait queued) completes each with operation_aborted, holding
+// the lock, without evaluating the predicate again, and cancels their timers: the context runs dry.
+BOOST_AUTO_TEST_CASE(destruction_with_timed_waits_pending)
+{
+    waiters w;
+    auto cv = std::make_unique<condition_variable>(w.ctx);
+    int evaluations = 0;
+    auto never_true = [&] {
+        ++evaluations;
+        return false;
+    };
+    lock_type& relocking = w.lock();
+    cv->async_wait_for(relocking, std::chrono::hours(1), never_true, w.handler(1, relocking));
+    lock_type& plain = w.lock();
+    cv->async_wait_until(plain, std::chrono::system_clock::now() + std::chrono::hours(1),
+                         w.handler(2, plain));
+    lock_type& queued = w.lock();
+    cv->async_wait_until(queued, std::chrono::steady_clock::now() + std::chrono::hours(1), never_true,
+                         w.handler(3, queued));
+    BOOST_TEST_REQUIRE(w.mutex.try_lock());
+    cv->notify_one(); // the first relocks behind this holder
+    drain(w.ctx);
+    cv.reset();
+    drain(w.ctx);
+    BOOST_TEST(w.order.empty()); // all three relock
+    w.mutex.unlock();
+    w.ctx.restart();
+    w.ctx.run(); // returns: every timer was cancelled
+    BOOST_TEST(w.order == (std::vector<int>{1, 2, 3}));
+    for (const error_code& ec : w.codes)
+        BOOST_TEST(ec == asio::error::operation_aborted);
+    BOOST_TEST((w.owned == std::vector<bool>{true, true, true}));
+    BOOST_TEST(evaluations == 2); // at each call only
+}
+
 namespace {
 
 // How a predicate wait is ended from outside, and where it is then: queued; notified and
@@ -830,6 +1148,28 @@ BOOST_AUTO_TEST_CASE(a_wait_allocates_only_through_the_handler_allocator)
     BOOST_TEST(succeeded == rounds);
     BOOST_TEST(counts.allocations.load() == std::size_t(2 * rounds));
     BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
+
+    // A timed wait adds its timer's wait, through the same allocator, notified or timed out.
+    counts.allocations = 0;
+    counts.deallocations = 0;
+    int timed_out = 0;
+    auto timed_handler =
+        asio::bind_allocator(asio_sync::test::counting_allocator<void>(counts), [&](error_code ec) {
+            succeeded += !ec;
+            timed_out += ec == asio_sync::error::timed_out;
+        });
+    for (int i = 0; i < rounds; ++i)
+    {
+        cv.async_wait_for(lock, std::chrono::hours(1), timed_handler);
+        cv.notify_one();
+        drain(ctx);
+        cv.async_wait_for(lock, std::chrono::seconds(0), timed_handler);
+        drain(ctx);
+    }
+    BOOST_TEST(succeeded == 2 * rounds);
+    BOOST_TEST(timed_out == rounds);
+    BOOST_TEST(counts.allocations.load() == std::size_t(2 * 3 * rounds));
+    BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
 }
 
 // A notified waiter whose relock cannot start loses its own handler; the notification passes to
@@ -929,16 +1269,33 @@ BOOST_AUTO_TEST_CASE(producers_and_consumers_on_a_thread_pool_lose_nothing)
     BOOST_TEST(queue.empty());
 }
 
+namespace {
+
+// What a wait on a thread pool reports to the test's thread: its error code, and whether its lock
+// owned the mutex, which the handler then gives back.
+struct result
+{
+    error_code ec;
+    bool owned = false;
+};
+
+auto report_to(lock_type& lock, std::promise<result>& out)
+{
+    return [&lock, &out](error_code ec) {
+        const bool owned = lock.owns_lock();
+        if (owned)
+            lock.unlock();
+        out.set_value({ec, owned});
+    };
+}
+
+} // namespace
+
 // A wait cancelled from its strand while another thread notifies: one outcome each, the handler
 // holds the lock either way, and a notification the cancelled wait did not take wakes the second
 // waiter.
 BOOST_AUTO_TEST_CASE(cancellation_racing_notify_one_loses_no_notification)
 {
-    struct result
-    {
-        error_code ec;
-        bool owned = false;
-    };
     asio::thread_pool pool(4);
     for (int round = 0; round < 300; ++round)
     {
@@ -953,20 +1310,11 @@ BOOST_AUTO_TEST_CASE(cancellation_racing_notify_one_loses_no_notification)
         std::promise<void> waiting;
         asio::post(strand, [&, cancel] {
             first = lock_type(mutex, std::try_to_lock); // free: nothing else runs yet
-            cv.async_wait(first, asio::bind_cancellation_slot(cancel->slot(),
-                                                              asio::bind_executor(strand, [&](error_code ec) {
-                                                                  const bool owned = first.owns_lock();
-                                                                  if (owned)
-                                                                      first.unlock();
-                                                                  first_result.set_value({ec, owned});
-                                                              })));
+            cv.async_wait(first,
+                          asio::bind_cancellation_slot(
+                              cancel->slot(), asio::bind_executor(strand, report_to(first, first_result))));
             second = lock_type(mutex, std::try_to_lock);
-            cv.async_wait(second, [&](error_code ec) {
-                const bool owned = second.owns_lock();
-                if (owned)
-                    second.unlock();
-                second_result.set_value({ec, owned});
-            });
+            cv.async_wait(second, report_to(second, second_result));
             waiting.set_value();
             asio::post(strand, [cancel] { cancel->emit(asio::cancellation_type::terminal); });
         });
@@ -982,6 +1330,61 @@ BOOST_AUTO_TEST_CASE(cancellation_racing_notify_one_loses_no_notification)
         BOOST_TEST(r2.owned);
     }
     pool.join();
+}
+
+// A timed wait (time limit of 0 to 300 µs) and an untimed one behind it, on a thread pool, and
+// one notify_one at about the deadline: every round, the timed wait is notified (success) or times
+// out, holding the lock either way, and one notification reaches exactly one wait: if the timed
+// wait timed out, the untimed one is woken by it; if not, the untimed one waits for the next.
+BOOST_AUTO_TEST_CASE(notify_one_racing_the_deadline_on_a_thread_pool_has_one_outcome)
+{
+    constexpr int rounds = 300;
+    std::mt19937 rng(20261126);
+    int notified = 0;
+    int expired = 0;
+    asio::thread_pool pool(2);
+    for (int round = 0; round < rounds; ++round)
+    {
+        asio_sync::mutex mutex(pool);
+        condition_variable cv(pool);
+        lock_type first;
+        lock_type second;
+        std::promise<result> first_result;
+        std::promise<result> second_result;
+        std::promise<void> waiting;
+        const auto limit = std::chrono::microseconds(std::uniform_int_distribution<int>(0, 300)(rng));
+        asio::post(pool, [&] {
+            first = lock_type(mutex, std::try_to_lock); // free: nothing else runs yet
+            cv.async_wait_for(first, limit, report_to(first, first_result));
+            // The first may have timed out and relocked already: the second waits its turn.
+            mutex.async_scoped_lock([&](error_code, lock_type lock) {
+                second = std::move(lock);
+                cv.async_wait(second, report_to(second, second_result));
+                waiting.set_value();
+            });
+        });
+        waiting.get_future().get();
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(std::uniform_int_distribution<int>(0, 300)(rng)));
+        cv.notify_one();
+        const result r1 = first_result.get_future().get();
+        BOOST_TEST(r1.owned);
+        if (!r1.ec)
+        {
+            ++notified;
+            cv.notify_one(); // the first took the notification: the second needs its own
+        }
+        else if (r1.ec == asio_sync::error::timed_out)
+            ++expired;
+        else
+            BOOST_ERROR("round " << round << ": " << r1.ec.message());
+        const result r2 = second_result.get_future().get();
+        BOOST_TEST(!r2.ec);
+        BOOST_TEST(r2.owned);
+    }
+    pool.join();
+    BOOST_TEST_MESSAGE(notified << " notified, " << expired << " timed out");
+    BOOST_TEST(notified + expired == rounds);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

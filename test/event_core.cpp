@@ -39,9 +39,9 @@ namespace {
 // while the event is set (a lost wake-up); and once a condition variable's state was made ready
 // and notified, a waiter still queued means another was granted (else the notification was lost);
 // a latch's count lost no count_down, and reached zero in exactly one; a predicate wait that a
-// cancellation reached after it started completed once, aborted; and every cancellation that
-// reported success (cancel(), per operation, or every wait cancel_all() counted) ended one wait,
-// aborted.
+// cancellation reached after it started completed once, aborted; a condition wait whose deadline
+// passed completed once; and every cancellation that reported success (cancel(), per operation, or
+// every wait cancel_all() counted) ended one wait, aborted.
 class scripted : public dsched::scripted_scenario<scripted>
 {
 public:
@@ -49,7 +49,7 @@ public:
              std::size_t latch_count = 0)
         : scripted_scenario(std::move(scripts)), core_(initially_set), is_latch_(latch_count != 0),
           latch_count_(latch_count), latch_left_(latch_count), waiters_(waiters), skipped_(waiters),
-          started_(waiters), must_abort_(waiters)
+          started_(waiters), must_abort_(waiters), expired_(waiters)
     {
     }
 
@@ -146,6 +146,16 @@ public:
         asio_sync::test::time_out(core_, waiters_[i], [](waiter& x, waiter_outcome why) { x.complete(why); });
     }
 
+    // A timed condition wait's timer expiring (condition_timer), once the wait has queued: the
+    // wait must end, whatever phase it is in.
+    void expire(std::size_t i)
+    {
+        if (skipped_[i])
+            return;
+        expired_[i] = true;
+        finish([&](waiter_list& done) { core_.expire(waiters_[i], done); });
+    }
+
     void check_step() override
     {
         for (const waiter& x : waiters_)
@@ -161,6 +171,8 @@ public:
             const waiter& x = waiters_[i];
             if (must_abort_[i] && (x.completions != 1 || x.result != waiter_outcome::aborted))
                 fail("a predicate wait outlived its cancellation");
+            if (expired_[i] && x.completions != 1)
+                fail("a condition wait outlived its deadline");
             aborted += x.result == waiter_outcome::aborted;
         }
         if (aborted != cancelled_ + cancel_alls_counted_)
@@ -226,6 +238,7 @@ private:
     std::vector<bool> skipped_;           // waits that found the state ready and did not queue
     std::vector<bool> started_;           // predicate waits past their initiation
     std::vector<bool> must_abort_;        // predicate waits a cancellation reached after they started
+    std::vector<bool> expired_;           // condition waits whose deadline passed
     std::size_t cancelled_ = 0;           // per-operation cancellations that reported success
     std::size_t cancel_alls_counted_ = 0; // what cancel_all() returned, in all
 };
@@ -384,6 +397,52 @@ BOOST_AUTO_TEST_CASE(predicate_wait_vs_notify_vs_cancel_all)
            explore(false, 1,
                    {[](scripted& s) { s.predicate_wait(0); }, [](scripted& s) { s.notify_one(); },
                     [](scripted& s) { s.cancel_all(); }}));
+}
+
+// A timed condition wait's deadline racing the notify_one that makes the state ready, with a
+// second wait behind it: the first is woken or times out, once; if it times out before the
+// notification, the notification wakes the second (the end check fails on a waiter queued after
+// a notification that woke nobody).
+BOOST_AUTO_TEST_CASE(condition_wait_expiry_vs_notify_one)
+{
+    report("condition_wait_expiry_vs_notify_one",
+           explore(false, 2,
+                   {[](scripted& s) {
+                        s.wait_unless_ready(0);
+                        s.expire(0);
+                    },
+                    [](scripted& s) { s.wait_unless_ready(1); },
+                    [](scripted& s) { s.make_ready_and_notify_one(); }}));
+}
+
+// The same with a predicate wait first: the expiry finds it queued (it is taken out for one more
+// evaluation), relocking after the notification (it evaluates once more and does not queue
+// again), or ended. Either way it ends, and a notification it took is used by that evaluation,
+// which sees the state ready: it is granted.
+BOOST_AUTO_TEST_CASE(predicate_wait_expiry_vs_notify_one)
+{
+    report("predicate_wait_expiry_vs_notify_one",
+           explore(false, 2,
+                   {[](scripted& s) {
+                        s.predicate_wait(0);
+                        s.expire(0);
+                    },
+                    [](scripted& s) { s.wait_unless_ready(1); },
+                    [](scripted& s) { s.make_ready_and_notify_one(); }}));
+}
+
+// A predicate wait whose state is never ready, notified while its deadline passes and a
+// per-operation cancellation races: it ends once, timed out or aborted, and aborted if the
+// cancellation reported that it reached it.
+BOOST_AUTO_TEST_CASE(predicate_wait_expiry_vs_notify_vs_cancellation)
+{
+    report("predicate_wait_expiry_vs_notify_vs_cancellation",
+           explore(false, 1,
+                   {[](scripted& s) {
+                        s.predicate_wait(0);
+                        s.expire(0);
+                    },
+                    [](scripted& s) { s.notify_one(); }, [](scripted& s) { s.cancel(0); }}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -16,6 +16,7 @@
 #include <boost/asio/query.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <type_traits>
@@ -63,7 +64,8 @@ namespace asio_sync {
 /// throws and has not arrived.
 ///
 /// **Allocation.** An `async_arrive_and_wait` allocates at most one operation object, with the
-/// handler's associated allocator. Nothing else is allocated per arrival. The completion
+/// handler's associated allocator; a timed one that waits also allocates its timer's wait with
+/// it. Nothing else is allocated per arrival. The completion
 /// function is stored once, at construction.
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
@@ -217,6 +219,96 @@ public:
     auto async_arrive_and_wait(ArriveToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
     {
         return detail::async_barrier_arrival(executor_, impl_, std::forward<ArriveToken>(token));
+    }
+
+    /// Arrives at the current phase and waits for it to complete, giving up after `timeout`:
+    /// `async_arrive_and_wait` with a time limit.
+    ///
+    /// Everything said of `async_arrive_and_wait` holds, and in addition, if the phase has not
+    /// completed when the time runs out, the arrival is withdrawn (the phase misses it again, as
+    /// with a cancellation) and the operation completes with `asio_sync::error::timed_out`. The
+    /// last arrival of a phase completes it whatever the time limit, and starts no timer. A phase
+    /// completing as the time runs out has exactly one outcome: the arrival is withdrawn and
+    /// times out, or the phase completes with it. See [Deadlines](deadlines.md).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, std::size_t phase)`: the phase the arrival belonged to,
+    /// also on error.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_arrive_and_wait`; reported as
+    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
+    ///
+    /// @par Executor
+    /// As `async_arrive_and_wait`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_arrive_and_wait`, and
+    /// - `asio_sync::error::timed_out`: the time ran out first; the arrival was withdrawn;
+    /// - `boost::asio::error::no_memory`: the arrival waited but its timer could not be started,
+    ///   so it was withdrawn rather than wait without a limit.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @par Object lifetimes
+    /// The barrier may be destroyed, and the context may shut down, while the timer is pending.
+    /// An arrival allocates one object, which holds the timer, and the timer's wait if it has to
+    /// wait, both with the handler's associated allocator.
+    ///
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param timeout How long to wait, on `std::chrono::steady_clock`. Zero or negative: give up
+    /// unless this is the last arrival of the phase.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::size_t))
+                  ArriveToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_arrive_and_wait_for(const std::chrono::duration<Rep, Period>& timeout,
+                                   ArriveToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return detail::async_barrier_arrival(executor_, impl_, std::forward<ArriveToken>(token),
+                                             detail::deadline_after(timeout));
+    }
+
+    /// Arrives at the current phase and waits for it to complete, giving up at `expiry`:
+    /// `async_arrive_and_wait_for` with a point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code, std::size_t phase)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_arrive_and_wait`; reported as
+    /// `operation_aborted`.
+    ///
+    /// @par Executor
+    /// As `async_arrive_and_wait`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_arrive_and_wait_for`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function.
+    ///
+    /// @par Object lifetimes
+    /// As `async_arrive_and_wait_for`.
+    ///
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param expiry When to give up; a deadline already past gives up unless this is the last
+    /// arrival of the phase.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::size_t))
+                  ArriveToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_arrive_and_wait_until(const std::chrono::time_point<Clock, Duration>& expiry,
+                                     ArriveToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return detail::async_barrier_arrival(executor_, impl_, std::forward<ArriveToken>(token),
+                                             detail::deadline_at(expiry));
     }
 
 private:

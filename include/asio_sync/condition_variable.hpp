@@ -20,6 +20,7 @@
 #include <boost/asio/query.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <type_traits>
@@ -62,6 +63,11 @@ namespace asio_sync {
 /// count it, and a cancellation signal emitted then finds no handler installed yet, as for any
 /// operation not yet started.
 ///
+/// **Deadlines.** `async_wait_for` and `async_wait_until`, with or without a predicate, give up
+/// when the time runs out: the wait relocks and completes with `asio_sync::error::timed_out`,
+/// holding the lock; a predicate wait first evaluates its predicate once more, and completes
+/// with success if it is true. See [Deadlines](deadlines.md).
+///
 /// **Completion.** A handler is never invoked from inside `async_wait`, `notify_one`,
 /// `notify_all`, `cancel` or the destructor, and never while an internal lock is held. It runs
 /// through its associated executor (by default the condition variable's), as if by
@@ -77,7 +83,9 @@ namespace asio_sync {
 /// **Allocation.** A wait allocates one operation object with the handler's associated allocator,
 /// freed before the relock starts (a predicate wait keeps its one operation for all its rounds,
 /// until it completes); the relock allocates as a lock of the mutex does (nothing of its own when
-/// the mutex is free, one operation when it waits). Nothing else. The condition variable itself
+/// the mutex is free, one operation when it waits). A timed wait's operation holds its timer and
+/// is kept until the timer is done; the timer's wait is allocated with the same allocator.
+/// Nothing else. The condition variable itself
 /// allocates its internal state once, at construction, with `std::allocator`: a predicate wait
 /// between rounds shares it, so that it can still learn, after the condition variable is gone,
 /// that it must end.
@@ -290,6 +298,211 @@ public:
     {
         return detail::async_predicate_wait(executor_, impl_, lock, std::forward<Predicate>(pred),
                                             std::forward<WaitToken>(token));
+    }
+
+    /// Starts an asynchronous wait, giving up after `timeout`: `async_wait(lock, token)` with a
+    /// time limit.
+    ///
+    /// Everything said of `async_wait(lock, token)` holds, and in addition, if no notification has
+    /// woken the wait when the time runs out, it leaves the queue, relocks, and completes with
+    /// `asio_sync::error::timed_out`, `lock` owning the mutex again (as
+    /// `std::condition_variable::wait_for` returns holding the lock). A notification that races the
+    /// deadline has exactly one outcome: the wait is woken (and completes successfully), or it
+    /// times out and the notification wakes the next waiter instead. See [Deadlines](deadlines.md).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
+    /// `async_wait(lock, token)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_wait(lock, token)`; reported as
+    /// `operation_aborted`, never as `timed_out`. The timer is cancelled when the wait is woken or
+    /// cancelled.
+    ///
+    /// @par Executor
+    /// As `async_wait(lock, token)`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait(lock, token)`, and
+    /// - `asio_sync::error::timed_out`: the time ran out before a notification;
+    /// - `boost::asio::error::no_memory`: the timer could not be started, so the wait left the
+    ///   queue rather than wait without a limit.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_wait(lock, token)`. The condition variable may be destroyed, and the context may
+    /// shut down, while the timer is pending. The wait allocates one object, which holds the timer
+    /// and is kept until the timer is done, and the timer's wait, both with the handler's
+    /// associated allocator; the relock allocates as for `async_wait(lock, token)`.
+    ///
+    /// @tparam Lock As `async_wait(lock, token)`.
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @param lock The lock the caller holds.
+    /// @param timeout How long to wait, on `std::chrono::steady_clock`. Zero or negative: the wait
+    /// times out unless a notification reaches it first (it is queued all the same).
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Lock, class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
+              std::enable_if_t<!detail::is_wait_predicate_v<WaitToken>, int> = 0>
+    auto async_wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& timeout,
+                        WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
+            detail::initiate_condition_wait<Executor, detail::timeout>(executor_, impl_,
+                                                                       detail::deadline_after(timeout)),
+            token, &lock);
+    }
+
+    /// Starts an asynchronous wait, giving up at `expiry`: `async_wait_for(lock, timeout, token)`
+    /// with a point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
+    /// `async_wait(lock, token)`.
+    ///
+    /// @par Per-operation cancellation
+    /// Terminal, partial and total, as for `async_wait(lock, token)`; reported as
+    /// `operation_aborted`.
+    ///
+    /// @par Executor
+    /// As `async_wait(lock, token)`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait_for(lock, timeout, token)`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_wait_for(lock, timeout, token)`.
+    ///
+    /// @tparam Lock As `async_wait(lock, token)`.
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @param lock The lock the caller holds.
+    /// @param expiry When to give up; a deadline already past times out unless a notification
+    /// reaches the wait first.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Lock, class Clock, class Duration,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
+              std::enable_if_t<!detail::is_wait_predicate_v<WaitToken>, int> = 0>
+    auto async_wait_until(Lock& lock, const std::chrono::time_point<Clock, Duration>& expiry,
+                          WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<WaitToken, void(boost::system::error_code)>(
+            detail::initiate_condition_wait<Executor, detail::deadline_type>(executor_, impl_,
+                                                                             detail::deadline_at(expiry)),
+            token, &lock);
+    }
+
+    /// Starts an asynchronous wait that completes once `pred()` is true, giving up after
+    /// `timeout`: `async_wait(lock, pred, token)` with a time limit.
+    ///
+    /// Everything said of `async_wait(lock, pred, token)` holds. In addition, once the time has
+    /// run out, the wait evaluates `pred` one more time, holding the lock, and completes with
+    /// success if it is true, with `asio_sync::error::timed_out` otherwise, `lock` owning the mutex
+    /// either way: what `std::condition_variable::wait_for(lock, timeout, pred)` returns is
+    /// `pred()`. A wait still queued when the time runs out leaves the queue, relocks and
+    /// evaluates `pred`; one that a notification had already woken uses that notification for
+    /// the same evaluation, and waits no more. If `pred()` is true at the call, the wait completes
+    /// at once and starts no timer. See [Deadlines](deadlines.md).
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
+    /// `async_wait(lock, token)`; on success `pred()` was true when last evaluated.
+    ///
+    /// @par Per-operation cancellation
+    /// As for `async_wait(lock, pred, token)`; reported as `operation_aborted`, never as
+    /// `timed_out`, and without evaluating `pred` again, also after the time ran out.
+    ///
+    /// @par Executor
+    /// As `async_wait(lock, pred, token)`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait(lock, pred, token)`, and
+    /// - `asio_sync::error::timed_out`: the time ran out, and `pred()` was false when evaluated
+    ///   after that;
+    /// - `boost::asio::error::no_memory`: the timer could not be started, so the wait left the
+    ///   queue rather than wait without a limit.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_wait_for(lock, timeout, token)`; `pred` is moved into the operation.
+    ///
+    /// @tparam Lock As `async_wait(lock, token)`.
+    /// @tparam Rep The arithmetic type of the duration's count.
+    /// @tparam Period The duration's tick period.
+    /// @tparam Predicate As `async_wait(lock, pred, token)`.
+    /// @param lock The lock the caller holds.
+    /// @param timeout How long to wait, on `std::chrono::steady_clock`, counted once the wait
+    /// queues. Zero or negative: `pred` is evaluated once more after the wait has queued and
+    /// relocked, unless a notification reaches it first.
+    /// @param pred The condition to wait for.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Lock, class Rep, class Period, class Predicate,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
+              std::enable_if_t<detail::is_wait_predicate_v<Predicate>, int> = 0>
+    auto async_wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& timeout, Predicate&& pred,
+                        WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return detail::async_predicate_wait(executor_, impl_, lock, std::forward<Predicate>(pred),
+                                            std::forward<WaitToken>(token), detail::deadline_after(timeout));
+    }
+
+    /// Starts an asynchronous wait that completes once `pred()` is true, giving up at `expiry`:
+    /// `async_wait_for(lock, timeout, pred, token)` with a point in time instead of a duration.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
+    /// `async_wait(lock, token)`; on success `pred()` was true when last evaluated.
+    ///
+    /// @par Per-operation cancellation
+    /// As for `async_wait(lock, pred, token)`; reported as `operation_aborted`.
+    ///
+    /// @par Executor
+    /// As `async_wait(lock, pred, token)`. The timer runs on `get_executor()`.
+    ///
+    /// @par Errors
+    /// Those of `async_wait_for(lock, timeout, pred, token)`.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As `async_wait_for(lock, timeout, token)`; `pred` is moved into the operation.
+    ///
+    /// @tparam Lock As `async_wait(lock, token)`.
+    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
+    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Duration The time point's duration.
+    /// @tparam Predicate As `async_wait(lock, pred, token)`.
+    /// @param lock The lock the caller holds.
+    /// @param expiry When to give up; a deadline already past behaves as a zero timeout.
+    /// @param pred The condition to wait for.
+    /// @param token The completion token.
+    /// @returns what the token makes of the operation.
+    template <class Lock, class Clock, class Duration, class Predicate,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type),
+              std::enable_if_t<detail::is_wait_predicate_v<Predicate>, int> = 0>
+    auto async_wait_until(Lock& lock, const std::chrono::time_point<Clock, Duration>& expiry,
+                          Predicate&& pred,
+                          WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return detail::async_predicate_wait(executor_, impl_, lock, std::forward<Predicate>(pred),
+                                            std::forward<WaitToken>(token), detail::deadline_at(expiry));
     }
 
 private:

@@ -9,8 +9,10 @@
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/barrier_core.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/detail/start_acquire.hpp>
+#include <asio_sync/detail/timed_acquire_op.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 
 #include <boost/asio/async_result.hpp>
@@ -32,22 +34,40 @@ namespace asio_sync::detail {
     boost::throw_exception(std::logic_error("asio_sync: barrier arrival while no participant is left"));
 }
 
-// Starts an arrival that waits for its phase. It always allocates its operation (with the
-// handler's allocator): whether it is the last arrival is decided under the barrier's lock, with
-// the waiter in hand. The last arrival runs the completion function on this thread, then
-// completes the waiters of its phase and itself, never inline. With `failure`, what the function
-// throws goes there and the arrival completes all the same, for a coroutine to rethrow it: an
-// exception thrown by an initiation that runs once the coroutine has suspended would not reach it.
+// The operation of an arrival: a plain acquire_op, or with a deadline, one that holds its timer
+// and withdraws the arrival when it expires, as a cancellation does.
 template <class Handler, class IoExecutor>
-void start_barrier_arrival(barrier_impl& impl, Handler handler, const IoExecutor& io_ex,
-                           std::exception_ptr* failure)
+acquire_op<Handler, IoExecutor, phase_grant>* create_arrival(barrier_impl&, Handler&& handler,
+                                                             const IoExecutor& io_ex, no_deadline)
 {
-    using op_type = acquire_op<Handler, IoExecutor, phase_grant>;
+    return acquire_op<Handler, IoExecutor, phase_grant>::create(std::move(handler), io_ex, phase_grant());
+}
 
-    op_type* op = op_type::create(std::move(handler), io_ex, phase_grant());
+template <class Handler, class IoExecutor, class Deadline>
+auto create_arrival(barrier_impl& impl, Handler&& handler, const IoExecutor& io_ex, Deadline expiry)
+{
+    return timed_acquire_op<Handler, IoExecutor, phase_grant, barrier_core<>>::create(
+        std::move(handler), io_ex, phase_grant(), impl.core, impl, deadline_of(expiry));
+}
+
+// Starts an arrival that waits for its phase, until `expiry` if it is a deadline. It always
+// allocates its operation (with the handler's allocator): whether it is the last arrival is
+// decided under the barrier's lock, with the waiter in hand. The last arrival runs the completion
+// function on this thread, then completes the waiters of its phase and itself, never inline. With
+// `failure`, what the function throws goes there and the arrival completes all the same, for a
+// coroutine to rethrow it: an exception thrown by an initiation that runs once the coroutine has
+// suspended would not reach it.
+template <class Handler, class IoExecutor, class Deadline>
+void start_barrier_arrival(barrier_impl& impl, Handler handler, const IoExecutor& io_ex,
+                           std::exception_ptr* failure, Deadline expiry)
+{
+    auto* op = create_arrival(impl, std::move(handler), io_ex, expiry);
     install_cancellation(impl.core, op);
     waiter_list released;
     const arrival arrived = impl.core.arrive_and_wait(*op, released);
+    // A waiting arrival starts its timer, if any; the others go on without one. The operation
+    // stays alive until it completes or is destroyed below.
+    op->initiated(arrived == arrival::counted);
     if (arrived == arrival::counted)
         return;
     auto& slot = op->slot();
@@ -89,15 +109,15 @@ inline void barrier_arrive_and_drop(barrier_impl& impl)
         impl.finish_phase(released);
 }
 
-template <class Executor>
+template <class Executor, class Deadline = no_deadline>
 class initiate_barrier_arrival
 {
 public:
     using executor_type = Executor;
 
-    initiate_barrier_arrival(const Executor& ex, barrier_impl& impl,
+    initiate_barrier_arrival(const Executor& ex, barrier_impl& impl, Deadline expiry,
                              std::exception_ptr* failure = nullptr) noexcept
-        : executor_(&ex), impl_(&impl), failure_(failure)
+        : executor_(&ex), impl_(&impl), deadline_(expiry), failure_(failure)
     {
     }
 
@@ -107,12 +127,13 @@ public:
     void operator()(Handler&& handler) const
     {
         start_barrier_arrival(*impl_, std::decay_t<Handler>(std::forward<Handler>(handler)), *executor_,
-                              failure_);
+                              failure_, deadline_);
     }
 
 private:
     const Executor* executor_;
     barrier_impl* impl_;
+    Deadline deadline_;
     std::exception_ptr* failure_;
 };
 
@@ -126,9 +147,9 @@ using phase_awaitable_value_t = decltype(awaitable_token<Token>::value(
 // coroutine runs the completion function, releases the others and goes on without suspending,
 // under the same budget as an immediate acquire (see acquire_awaitable). Otherwise the ordinary
 // initiation runs, with the coroutine suspended first.
-template <class Token, class Executor>
+template <class Token, class Executor, class Deadline>
 boost::asio::awaitable<phase_awaitable_value_t<Token>, typename awaitable_token<Token>::executor>
-barrier_arrival_awaitable(const Executor& ex, barrier_impl& impl)
+barrier_arrival_awaitable(const Executor& ex, barrier_impl& impl, Deadline expiry)
 {
     if (immediate_acquires_in_a_row() >= immediate_acquire_budget)
     {
@@ -154,7 +175,7 @@ barrier_arrival_awaitable(const Executor& ex, barrier_impl& impl)
     auto deferred = awaitable_token<Token>::deferred();
     auto result = co_await boost::asio::async_initiate<decltype(deferred),
                                                        void(boost::system::error_code, std::size_t)>(
-        initiate_barrier_arrival<Executor>(ex, impl, &failure), deferred);
+        initiate_barrier_arrival<Executor, Deadline>(ex, impl, expiry, &failure), deferred);
     if (failure)
         std::rethrow_exception(failure);
     co_return result;
@@ -162,16 +183,17 @@ barrier_arrival_awaitable(const Executor& ex, barrier_impl& impl)
 
 #endif // defined(BOOST_ASIO_HAS_CO_AWAIT)
 
-template <class Token, class Executor>
-auto async_barrier_arrival(const Executor& ex, barrier_impl& impl, Token&& token)
+template <class Token, class Executor, class Deadline = no_deadline>
+auto async_barrier_arrival(const Executor& ex, barrier_impl& impl, Token&& token,
+                           Deadline expiry = Deadline())
 {
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
     if constexpr (!std::is_void_v<awaitable_executor_t<Token>>)
-        return barrier_arrival_awaitable<std::decay_t<Token>>(ex, impl);
+        return barrier_arrival_awaitable<std::decay_t<Token>>(ex, impl, expiry);
     else
 #endif
         return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
-            initiate_barrier_arrival<Executor>(ex, impl), token);
+            initiate_barrier_arrival<Executor, Deadline>(ex, impl, expiry), token);
 }
 
 } // namespace asio_sync::detail

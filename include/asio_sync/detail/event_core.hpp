@@ -42,6 +42,12 @@ namespace asio_sync::detail {
 // alone and that a per-operation cancellation ends between rounds has not used its notification:
 // the cancellation passes it to the oldest queued wait, as it would if it had come before the
 // notification.
+//
+// A timed condition wait's deadline reaches it through expire(): a plain wait still queued leaves
+// with timed_out; a predicate wait ends after one more evaluation of its predicate, holding the
+// lock. A queued one is taken out for that evaluation as a notify_all would take it (it has no
+// notification to pass on); one between rounds, already notified, uses its notification for it.
+// Either way its end_round ends it rather than queue it again.
 template <template <class> class Atomic = std::atomic, class Mutex = adaptive_mutex>
 class event_core
 {
@@ -114,6 +120,23 @@ public:
         return true;
     }
 
+    // The deadline of a timed wait (see above) has passed. The waiter may have ended: its
+    // operation outlives it while a timer can reach it, and nothing reads its mark then.
+    void expire(semaphore_waiter& w, waiter_list& done)
+    {
+        std::lock_guard<Mutex> lock(mutex_);
+        const bool queued = w.queued.load(std::memory_order_relaxed);
+        if (!w.repeats)
+        {
+            if (queued)
+                remove(w, waiter_outcome::timed_out, done);
+            return;
+        }
+        w.deadline_passed = true;
+        if (queued)
+            remove(w, waiter_outcome::granted, done);
+    }
+
     // Takes every queued waiter out with outcome `why`; the flag is left alone. Returns how many.
     // Unless it grants them (notify_all), the predicate waits between rounds are cancelled too,
     // and counted.
@@ -137,8 +160,9 @@ public:
     }
 
     // Ends a predicate wait's time between rounds: it queues again if `again` (returns pending),
-    // unless it was cancelled meanwhile (returns the outcome of the cancellation, and it ends);
-    // otherwise it ends (returns granted). A wait that ends is no longer named by its cancel_ref.
+    // unless it was cancelled meanwhile (returns the outcome of the cancellation, and it ends) or
+    // its deadline has passed (returns timed_out, and it ends); otherwise it ends (returns
+    // granted). A wait that ends is no longer named by its cancel_ref.
     waiter_outcome end_round(semaphore_waiter& w, bool again)
     {
         std::lock_guard<Mutex> lock(mutex_);
@@ -148,10 +172,10 @@ public:
             return w.round_cancel == waiter_outcome::pending ? waiter_outcome::aborted : w.round_cancel;
         }
         --between_rounds_;
-        if (!again)
+        if (!again || w.deadline_passed)
         {
             forget(w);
-            return waiter_outcome::granted;
+            return again ? waiter_outcome::timed_out : waiter_outcome::granted;
         }
         w.outcome = waiter_outcome::pending;
         queue_.push_back(w);

@@ -67,18 +67,41 @@ private:
     allocator_type alloc_;
 };
 
+// Which of an operation's initiator and queue side cancels its timer, so that the timer object is
+// never used by two threads at once: whichever comes second, if the timer was started.
+class timer_stage
+{
+public:
+    // The initiator has started the timer: true if the queue side finished meanwhile, and the
+    // initiator must cancel the timer.
+    bool started() noexcept { return stage_.exchange(timing, std::memory_order_acq_rel) == finished; }
+
+    // The queue side has finished: true if the timer was started, and it must cancel it.
+    bool finish() noexcept { return stage_.exchange(finished, std::memory_order_acq_rel) == timing; }
+
+private:
+    enum stage : unsigned char
+    {
+        initiating,
+        timing,
+        finished,
+    };
+
+    std::atomic<stage> stage_{initiating};
+};
+
 // An acquire with a deadline, from any engine (see start_acquire.hpp) that belongs to a primitive
 // registered with its context's service (`entry`). Its timer lives in the operation, which
 // therefore has up to three owners: the queue side (completed or destroyed through func_, like any
 // acquire), the initiator until it has started the timer, and the timer's wait handler. The
 // memory goes with the last.
 //
-// The timer starts only once the waiter is queued, so an expiry always finds it queued or gone.
-// The initiator and the queue side agree through `stage_` on which of them cancels the timer, so
-// the timer object is never used by two threads at once. The expiry reaches the engine under its
-// service's lock and only while the waiter is still queued: the primitive cannot finish its
-// destructor meanwhile (see semaphore_service::locked), and a grant or cancellation that came
-// first leaves the waiter alone (the engine checks again under its own lock).
+// The timer starts only once the waiter is queued, so an expiry always finds it queued or gone. The
+// initiator and the queue side agree through a timer_stage on which of them cancels the timer. The
+// expiry reaches the engine under its service's lock and only while the waiter is still queued: the
+// primitive cannot finish its destructor meanwhile (see semaphore_service::locked), and a grant or
+// cancellation that came first leaves the waiter alone (the engine checks again under its own
+// lock).
 template <class Handler, class IoExecutor, class Grant, class Engine>
 class timed_acquire_op final : public acquire_op_base BOOST_ASIO_ALSO_INHERIT_TRACKED_HANDLER
 {
@@ -117,13 +140,6 @@ public:
     }
 
 private:
-    enum stage : unsigned char
-    {
-        initiating,
-        timing, // the timer is started; the queue side cancels it
-        finished,
-    };
-
     friend class timer_expiry<timed_acquire_op>;
     using expiry = timer_expiry<timed_acquire_op>;
 
@@ -144,7 +160,7 @@ private:
             complete_all(done);
         }
         BOOST_CATCH_END
-        if (stage_.exchange(timing, std::memory_order_acq_rel) == finished)
+        if (stage_.started())
             timer_.cancel();
     }
 
@@ -174,7 +190,7 @@ private:
         BOOST_ASIO_HANDLER_COMPLETION((*op));
         const std::size_t n = op->granted();
         parts_type parts(std::move(op->parts_));
-        if (op->stage_.exchange(finished, std::memory_order_acq_rel) == timing)
+        if (op->stage_.finish())
             op->timer_.cancel();
         op->release();
         if (what == action::complete)
@@ -192,7 +208,7 @@ private:
     Engine* engine_;
     semaphore_service* service_;
     std::atomic<unsigned char> owners_{2}; // the queue side and the initiator
-    std::atomic<stage> stage_{initiating};
+    timer_stage stage_;
 };
 
 // The timed operation of one engine, in the shape start_acquire takes: Op<Handler, IoExecutor, Grant>.

@@ -56,6 +56,8 @@ struct semaphore_waiter
     // (pending: none did). Kept apart from `outcome`, which the notifier reads after the unlock.
     bool woken_alone = false;
     waiter_outcome round_cancel = waiter_outcome::pending;
+    // A timed predicate wait whose deadline has passed: it ends after its next evaluation.
+    bool deadline_passed = false;
     // Who reports the wait, and since when it waits (see wait_observer); null unless observed.
     wait_observer* observer = nullptr;
     std::chrono::steady_clock::time_point queued_at{};
