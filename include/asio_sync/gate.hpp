@@ -386,8 +386,8 @@ private:
 
     executor_type executor_;
     detail::gate_count<> count_;
-    detail::event_impl drained_;   // set once the gate is closed and every guard is gone
-    detail::gate_stop_list stops_; // the stoppable guards alive
+    detail::event_impl drained_;     // set once the gate is closed and every guard is gone
+    detail::gate_stop_list<> stops_; // the stoppable guards alive
 };
 
 /// An entry in a gate: the task that holds it is in flight, and closes of the gate wait for it.

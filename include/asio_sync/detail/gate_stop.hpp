@@ -21,23 +21,28 @@ namespace asio_sync::detail {
 
 // The cancellation signal of a stoppable guard, on its own in the heap: the slot a task binds
 // refers to the signal by address, so it stays put while the guard moves, and it outlives the guard
-// while a stop request emits on it.
-struct gate_stop_entry
+// while a stop request emits on it. The atomic type is a parameter so that a test scheduler can
+// run it one shared-memory step at a time.
+template <template <class> class Atomic = std::atomic>
+struct basic_gate_stop_entry
 {
     boost::asio::cancellation_signal signal;
     // The gate's list of live stoppable guards, under the list's lock.
-    gate_stop_entry* prev = nullptr;
-    gate_stop_entry* next = nullptr;
+    basic_gate_stop_entry* prev = nullptr;
+    basic_gate_stop_entry* next = nullptr;
     // The stop request's own chain of the entries it emits on, written under the lock and read
     // by the request alone.
-    gate_stop_entry* next_to_stop = nullptr;
+    basic_gate_stop_entry* next_to_stop = nullptr;
     // The guard, and the stop request from its snapshot until it has emitted on this entry: the
     // last one to let go deletes the entry.
-    std::atomic<int> owners{1};
+    Atomic<int> owners{1};
 };
 
+using gate_stop_entry = basic_gate_stop_entry<>;
+
 // Drops one owner of `entry`, deleting it if that was the last one.
-inline void let_go(gate_stop_entry* entry) noexcept
+template <template <class> class Atomic>
+void let_go(basic_gate_stop_entry<Atomic>* entry) noexcept
 {
     if (entry->owners.fetch_sub(1, std::memory_order_acq_rel) == 1)
         delete entry;
@@ -52,10 +57,14 @@ inline void let_go(gate_stop_entry* entry) noexcept
 // after the request's snapshot finds the count closed and fails, and one that locked before is in
 // the snapshot. A guard released while the request emits unlinks its entry and lets go of it; the
 // request still holds it, emits on it and deletes it after: the signal is never touched once
-// deleted, and the guard either left before the snapshot or is signalled, not both.
+// deleted, and the guard either left before the snapshot or is signalled, not both. The atomic
+// and mutex types are parameters so that a test scheduler can run it one step at a time.
+template <template <class> class Atomic = std::atomic, class Mutex = adaptive_mutex>
 class gate_stop_list
 {
 public:
+    using entry_type = basic_gate_stop_entry<Atomic>;
+
     gate_stop_list() noexcept = default;
 
     gate_stop_list(const gate_stop_list&) = delete;
@@ -63,12 +72,12 @@ public:
 
     // Counts one more guard in `count`, with a new entry, unless the gate is closed: then returns
     // null. Throws std::bad_alloc, counting nothing, if the entry cannot be allocated.
-    gate_stop_entry* enter(gate_count<>& count)
+    entry_type* enter(gate_count<Atomic>& count)
     {
         if (count.is_closed())
             return nullptr;
-        auto entry = std::make_unique<gate_stop_entry>();
-        std::lock_guard<adaptive_mutex> lock(mutex_);
+        auto entry = std::make_unique<entry_type>();
+        std::lock_guard<Mutex> lock(mutex_);
         if (!count.try_enter())
             return nullptr;
         entry->next = head_;
@@ -80,10 +89,10 @@ public:
 
     // Unlinks the entry of a guard being released and lets go of it. The caller then leaves the
     // count, after which the gate may be gone.
-    void leave(gate_stop_entry* entry) noexcept
+    void leave(entry_type* entry) noexcept
     {
         {
-            std::lock_guard<adaptive_mutex> lock(mutex_);
+            std::lock_guard<Mutex> lock(mutex_);
             (entry->prev ? entry->prev->next : head_) = entry->next;
             if (entry->next)
                 entry->next->prev = entry->prev;
@@ -96,13 +105,13 @@ public:
     // Touches nothing of the gate once the snapshot is taken.
     void request_stop(boost::asio::cancellation_type type) noexcept
     {
-        gate_stop_entry* to_stop = nullptr;
+        entry_type* to_stop = nullptr;
         {
-            std::lock_guard<adaptive_mutex> lock(mutex_);
+            std::lock_guard<Mutex> lock(mutex_);
             if (stop_requested_.load(std::memory_order_relaxed))
                 return;
             stop_requested_.store(true, std::memory_order_relaxed);
-            for (gate_stop_entry* e = head_; e; e = e->next)
+            for (entry_type* e = head_; e; e = e->next)
             {
                 e->owners.fetch_add(1, std::memory_order_relaxed);
                 e->next_to_stop = to_stop;
@@ -111,7 +120,7 @@ public:
         }
         while (to_stop)
         {
-            gate_stop_entry* e = std::exchange(to_stop, to_stop->next_to_stop);
+            entry_type* e = std::exchange(to_stop, to_stop->next_to_stop);
             e->signal.emit(type);
             let_go(e);
         }
@@ -120,9 +129,9 @@ public:
     bool stop_requested() const noexcept { return stop_requested_.load(std::memory_order_relaxed); }
 
 private:
-    adaptive_mutex mutex_;
-    gate_stop_entry* head_ = nullptr;         // the live stoppable guards, newest first
-    std::atomic<bool> stop_requested_{false}; // written under the lock, read anywhere
+    Mutex mutex_;
+    entry_type* head_ = nullptr;         // the live stoppable guards, newest first
+    Atomic<bool> stop_requested_{false}; // written under the lock, read anywhere
 };
 
 } // namespace asio_sync::detail
