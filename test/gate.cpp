@@ -691,6 +691,39 @@ BOOST_AUTO_TEST_CASE(a_stop_request_cancels_each_stoppable_guard_once)
     BOOST_TEST(g.count() == 0u);
 }
 
+#if !defined(ASIO_SYNC_TEST_SANITIZED)
+// A stoppable entry allocates one object, its signal, with operator new, and a plain entry none;
+// a stoppable entry that cannot allocate throws and leaves the gate as it was.
+BOOST_AUTO_TEST_CASE(a_stoppable_entry_allocates_its_signal_and_throws_if_it_cannot)
+{
+    asio::io_context ctx;
+    gate g(ctx);
+    const std::size_t news_before = global_news.load();
+    g.try_enter().release();
+    BOOST_TEST(global_news.load() == news_before);
+    g.try_enter_stoppable().release();
+    BOOST_TEST(global_news.load() == news_before + 1);
+
+    bool threw = false;
+    asio_sync::test::on_operator_new = []() noexcept { return true; };
+    try
+    {
+        g.try_enter_stoppable();
+    }
+    catch (const std::bad_alloc&)
+    {
+        threw = true;
+    }
+    asio_sync::test::on_operator_new = &asio_sync::test::count_operator_new;
+    BOOST_TEST(threw);
+    BOOST_TEST(g.count() == 0u);
+    BOOST_TEST(!g.is_closed());
+    gate::guard task = g.try_enter_stoppable();
+    BOOST_TEST(static_cast<bool>(task));
+    BOOST_TEST(g.count() == 1u);
+}
+#endif
+
 // After a close or a stop request, both kinds of entry are refused; a stop requested after a plain
 // close still reaches the stoppable guards alive.
 BOOST_AUTO_TEST_CASE(entering_after_a_close_or_a_stop_request_is_refused)
