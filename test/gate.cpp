@@ -23,13 +23,16 @@
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +41,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -621,6 +625,233 @@ BOOST_AUTO_TEST_CASE(closing_while_many_tasks_enter_and_leave_on_a_thread_pool)
     BOOST_TEST(entered.load() + refused.load() == tasks);
     BOOST_TEST(g.count() == 0u);
     BOOST_TEST(g.is_closed());
+}
+
+// A stop request cancels the operation bound to each stoppable guard's slot once, with the type
+// requested, on the calling thread and inside the call; plain guards are not signalled; the close
+// behind it completes after the last guard, plain or stoppable, has left.
+BOOST_AUTO_TEST_CASE(a_stop_request_cancels_each_stoppable_guard_once)
+{
+    asio::io_context ctx;
+    gate g(ctx);
+    std::vector<gate::guard> timed;
+    std::vector<std::unique_ptr<asio::steady_timer>> timers;
+    std::vector<error_code> timer_codes;
+    for (int i = 0; i < 2; ++i)
+    {
+        timed.push_back(g.try_enter_stoppable());
+        BOOST_TEST_REQUIRE(static_cast<bool>(timed.back()));
+        BOOST_TEST(timed.back().slot().is_connected());
+        timers.push_back(std::make_unique<asio::steady_timer>(ctx, std::chrono::hours(1)));
+    }
+    for (std::size_t i = 0; i < timers.size(); ++i)
+        timers[i]->async_wait(asio::bind_cancellation_slot(timed[i].slot(), [&, i](error_code ec) {
+            timer_codes.push_back(ec);
+            timed[i].release();
+        }));
+    gate::guard assigned = g.try_enter_stoppable();
+    std::vector<asio::cancellation_type> types;
+    assigned.slot().assign([&](asio::cancellation_type type) { types.push_back(type); });
+    gate::guard plain = g.try_enter();
+    BOOST_TEST(!plain.slot().is_connected());
+    asio::steady_timer plain_timer(ctx, std::chrono::hours(1));
+    int plain_calls = 0;
+    plain_timer.async_wait(asio::bind_cancellation_slot(plain.slot(), [&](error_code) { ++plain_calls; }));
+    BOOST_TEST(!g.stop_requested());
+    BOOST_TEST(g.count() == 4u);
+
+    g.request_stop(asio::cancellation_type::partial);
+    BOOST_TEST(g.is_closed());
+    BOOST_TEST(g.stop_requested());
+    BOOST_TEST_REQUIRE(types.size() == 1u); // inside the call
+    BOOST_TEST((types.front() == asio::cancellation_type::partial));
+    auto [out, handler] = make_record();
+    g.async_close(handler);
+    drain(ctx);
+    BOOST_TEST(timer_codes ==
+                   (std::vector<error_code>{asio::error::operation_aborted, asio::error::operation_aborted}),
+               boost::test_tools::per_element());
+    BOOST_TEST(g.count() == 2u);
+    g.request_stop(); // emits no more
+    drain(ctx);
+    BOOST_TEST(types.size() == 1u);
+    BOOST_TEST(timer_codes.size() == 2u);
+    assigned.release();
+    drain(ctx);
+    BOOST_TEST(!out->done()); // the plain guard is still in
+    BOOST_TEST(plain_calls == 0);
+    plain_timer.cancel();
+    drain(ctx);
+    BOOST_TEST(plain_calls == 1);
+    plain.release();
+    BOOST_TEST(!out->done());
+    drain(ctx);
+    BOOST_TEST(out->calls == 1);
+    BOOST_TEST(!*out->ec);
+    BOOST_TEST(g.count() == 0u);
+}
+
+#if !defined(ASIO_SYNC_TEST_SANITIZED)
+// A stoppable entry allocates one object, its signal, with operator new, and a plain entry none;
+// a stoppable entry that cannot allocate throws and leaves the gate as it was.
+BOOST_AUTO_TEST_CASE(a_stoppable_entry_allocates_its_signal_and_throws_if_it_cannot)
+{
+    asio::io_context ctx;
+    gate g(ctx);
+    const std::size_t news_before = global_news.load();
+    g.try_enter().release();
+    BOOST_TEST(global_news.load() == news_before);
+    g.try_enter_stoppable().release();
+    BOOST_TEST(global_news.load() == news_before + 1);
+
+    bool threw = false;
+    asio_sync::test::on_operator_new = []() noexcept { return true; };
+    try
+    {
+        g.try_enter_stoppable();
+    }
+    catch (const std::bad_alloc&)
+    {
+        threw = true;
+    }
+    asio_sync::test::on_operator_new = &asio_sync::test::count_operator_new;
+    BOOST_TEST(threw);
+    BOOST_TEST(g.count() == 0u);
+    BOOST_TEST(!g.is_closed());
+    gate::guard task = g.try_enter_stoppable();
+    BOOST_TEST(static_cast<bool>(task));
+    BOOST_TEST(g.count() == 1u);
+}
+#endif
+
+// After a close or a stop request, both kinds of entry are refused; a stop requested after a plain
+// close still reaches the stoppable guards alive.
+BOOST_AUTO_TEST_CASE(entering_after_a_close_or_a_stop_request_is_refused)
+{
+    asio::io_context ctx;
+    gate stopped(ctx);
+    stopped.request_stop();
+    BOOST_TEST(stopped.is_closed());
+    BOOST_TEST(!stopped.try_enter());
+    BOOST_TEST(!stopped.try_enter_stoppable());
+    BOOST_TEST(!stopped.try_enter_stoppable().slot().is_connected());
+    BOOST_TEST(stopped.count() == 0u);
+
+    gate closed(ctx);
+    gate::guard task = closed.try_enter_stoppable();
+    int signalled = 0;
+    task.slot().assign([&](asio::cancellation_type) { ++signalled; });
+    auto [out, handler] = make_record();
+    closed.async_close(handler);
+    BOOST_TEST(!closed.try_enter());
+    BOOST_TEST(!closed.try_enter_stoppable());
+    BOOST_TEST(!closed.stop_requested());
+    BOOST_TEST(signalled == 0);
+    closed.request_stop();
+    BOOST_TEST(signalled == 1);
+    gate::guard moved(std::move(task)); // the signal stays where the slot points
+    BOOST_TEST(!task.slot().is_connected());
+    BOOST_TEST(moved.slot().is_connected());
+    moved.release();
+    drain(ctx);
+    BOOST_TEST(out->calls == 1);
+    BOOST_TEST(!*out->ec);
+    drain(ctx);
+}
+
+// The gate destroyed by its own close's handler, once the guards it stopped have left: one guard
+// leaves from its timer's handler, the other inside the emission, from its cancellation handler.
+BOOST_AUTO_TEST_CASE(a_stopped_gate_destroyed_in_its_close_handler)
+{
+    asio::io_context ctx;
+    auto g = std::make_unique<gate>(ctx);
+    gate::guard timed = g->try_enter_stoppable();
+    gate::guard inside = g->try_enter_stoppable();
+    asio::steady_timer timer(ctx, std::chrono::hours(1));
+    error_code timer_ec;
+    timer.async_wait(asio::bind_cancellation_slot(timed.slot(), [&](error_code ec) {
+        timer_ec = ec;
+        timed.release();
+    }));
+    inside.slot().assign([&](asio::cancellation_type) { inside.release(); });
+    int closes = 0;
+    g->async_close([&](error_code ec) {
+        BOOST_TEST(!ec);
+        ++closes;
+        g.reset();
+    });
+    g->request_stop();
+    BOOST_TEST(!inside);
+    BOOST_TEST(closes == 0);
+    ctx.run();
+    BOOST_TEST(timer_ec == asio::error::operation_aborted);
+    BOOST_TEST(closes == 1);
+    BOOST_TEST(!g);
+}
+
+// Stoppable guards released on a thread pool while the test thread requests the stop, round
+// after round. Guard 0 is emitted on first; its cancellation handler releases guards 2 and 3 on
+// the pool and waits until they and guard 1 are gone, so that the emission reaches guards whose
+// release raced it. Each guard is signalled at most once; a guard alive when the request started
+// (0, 2, 3) is signalled exactly once; guard 1, released on the pool as the request starts, is
+// not signalled if its release came first. Under the sanitizers, a signal destroyed while the
+// request emitted on it would be reported.
+BOOST_AUTO_TEST_CASE(stoppable_guards_released_on_a_thread_pool_while_the_stop_is_emitted)
+{
+    constexpr int rounds = 2000;
+    constexpr int guards = 4;
+    asio::thread_pool pool(2);
+    std::atomic<int> clock{0}; // orders the end of guard 1's release and the request
+    int racing_signalled = 0;
+    int racing_left_before = 0;
+    for (int round = 0; round < rounds; ++round)
+    {
+        asio::io_context ctx;
+        gate g(ctx);
+        std::atomic<int> signalled[guards] = {};
+        std::atomic<int> released{0};
+        std::atomic<int> released_at{0};
+        gate::guard tasks[guards];
+        for (gate::guard& task : tasks)
+            task = g.try_enter_stoppable();
+        auto release_on_the_pool = [&](int i) {
+            asio::post(pool, [&, i] {
+                tasks[i].release();
+                if (i == 1)
+                    released_at = ++clock;
+                ++released; // the last thing the pool touches: the emission waits for it
+            });
+        };
+        tasks[0].slot().assign([&](asio::cancellation_type) {
+            ++signalled[0];
+            release_on_the_pool(2);
+            release_on_the_pool(3);
+            while (released.load() < guards - 1)
+                std::this_thread::yield();
+        });
+        for (int i = 1; i < guards; ++i)
+            tasks[i].slot().assign([&signalled, i](asio::cancellation_type) { ++signalled[i]; });
+        release_on_the_pool(1);
+        const int stop_started = ++clock;
+        g.request_stop();
+        tasks[0].release();
+        int closes = 0;
+        g.async_close([&](error_code ec) { closes += !ec; });
+        ctx.run();
+        BOOST_TEST(closes == 1);
+        BOOST_TEST(signalled[0].load() == 1);
+        BOOST_TEST(signalled[2].load() == 1);
+        BOOST_TEST(signalled[3].load() == 1);
+        BOOST_TEST(signalled[1].load() <= 1);
+        if (released_at.load() < stop_started)
+            BOOST_TEST(signalled[1].load() == 0);
+        else
+            racing_signalled += signalled[1].load();
+        racing_left_before += released_at.load() < stop_started;
+        BOOST_TEST(g.count() == 0u);
+    }
+    BOOST_TEST_MESSAGE("guard 1: released before the request " << racing_left_before << ", signalled "
+                                                               << racing_signalled << " of " << rounds);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,14 +7,17 @@
 #define ASIO_SYNC_GATE_HPP
 
 #include <asio_sync/detail/access.hpp>
-#include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/deadline.hpp>
+#include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/gate_close.hpp>
 #include <asio_sync/detail/gate_count.hpp>
+#include <asio_sync/detail/gate_stop.hpp>
 #include <asio_sync/wait_observer.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/query.hpp>
@@ -37,6 +40,22 @@ namespace asio_sync {
 /// guard, and completes once every guard is gone: at once (posted) if none is alive, otherwise
 /// when the last one is released. Several `async_close` calls all complete then, oldest first.
 ///
+/// **Stopping the tasks.** A task that can be told to stop enters with `try_enter_stoppable()`
+/// instead: its guard owns a `boost::asio::cancellation_signal`, and the task binds the guard's
+/// `slot()` to its operations (`boost::asio::bind_cancellation_slot`). `request_stop(type)` closes
+/// the gate and emits `type` once on the signal of every stoppable guard alive, as C++26's
+/// `counting_scope::request_stop` and folly's `AsyncScope::cancelAndJoinAsync` stop the work in
+/// their scope; an `async_close` (or a timed one) then waits for the tasks to leave:
+/// @code
+/// gate.request_stop(boost::asio::cancellation_type::terminal);
+/// co_await gate.async_close(boost::asio::use_awaitable);
+/// @endcode
+/// The emission runs on the thread that calls `request_stop`, inside the call, never under the
+/// gate's lock. Asio's cancellation slots are not thread-safe: a task must start and finish the
+/// operations bound to its slot on the thread or strand that requests the stop (dispatch the call
+/// there: `boost::asio::dispatch(strand, [&] { gate.request_stop(); })`). Plain guards
+/// (`try_enter`) are never signalled and keep their lock-free entry and release.
+///
 /// **Closing is not undone.** A gate closes once and for all, when the first `async_close` starts;
 /// cancelling that close completes its wait with `operation_aborted` but the gate stays closed
 /// (and drains as before, for the other closes). Seastar's `gate::close()` is also final, and its
@@ -54,7 +73,8 @@ namespace asio_sync {
 /// `async_close` decided at once whose completion cannot be submitted throws; the gate stays
 /// closed.
 ///
-/// **Allocation.** `try_enter`, the guards and an `async_close` on a drained gate allocate nothing
+/// **Allocation.** `try_enter_stoppable` allocates one object, its guard's signal, with
+/// `operator new`. `try_enter`, plain guards and an `async_close` on a drained gate allocate nothing
 /// of their own. An `async_close` that has to wait allocates one operation object with the
 /// handler's associated allocator; nothing else.
 ///
@@ -63,6 +83,8 @@ namespace asio_sync {
 /// are one atomic load, `try_enter` one compare-and-swap (retried only if another entry, a release
 /// or a close changed the count meanwhile), a release one atomic subtraction. Only the release of
 /// the last guard of a closed gate takes the internal lock, to complete the closes.
+/// `try_enter_stoppable`, the release of a stoppable guard and `request_stop` take a lock of
+/// their own, which no plain guard takes.
 ///
 /// **Memory ordering.** Everything a task did before its guard was released happens-before the
 /// completion of every `async_close` that waited for it. No guard is granted after a close has
@@ -142,6 +164,25 @@ public:
         if (!count_.try_enter())
             return guard();
         return detail::access::construct<guard>(*this);
+    }
+
+    /// Enters the gate, unless it is closed, with a guard that can be told to stop: the guard owns
+    /// a cancellation signal, on which `request_stop` emits, and its `slot()` is the slot the task
+    /// binds to its operations. Takes the gate's stop lock, briefly; never invokes a handler.
+    ///
+    /// The emission is not remembered: a task that starts an operation bound to the slot after
+    /// `request_stop` has emitted is not signalled. Check `stop_requested()`, on the thread or
+    /// strand that requests the stop, before starting one.
+    ///
+    /// @returns a guard that holds the entry and a cancellation signal until it is released or
+    /// destroyed; an empty guard (false) if an `async_close` or a `request_stop` has started.
+    /// @throws std::bad_alloc if the signal cannot be allocated; the gate is then left unchanged.
+    guard try_enter_stoppable()
+    {
+        detail::gate_stop_entry* entry = stops_.enter(count_);
+        if (!entry)
+            return guard();
+        return detail::access::construct<guard>(*this, entry);
     }
 
     /// Returns the number of guards alive. Lock-free; the value may be stale at once.
@@ -287,6 +328,42 @@ public:
             initiation(executor_, count_, drained_, detail::deadline_at(expiry)), token);
     }
 
+    /// Returns true once `request_stop` has been called. Lock-free; the value may be stale at once,
+    /// except on the thread or strand that requests the stop.
+    bool stop_requested() const noexcept { return stops_.stop_requested(); }
+
+    /// Closes the gate and stops the tasks in it: emits `type` once on the cancellation signal of
+    /// every stoppable guard alive (see `try_enter_stoppable`), as C++26's
+    /// `counting_scope::request_stop` does. To wait until the tasks have left, call `async_close`,
+    /// `async_close_for` or `async_close_until` afterwards.
+    ///
+    /// The gate closes first, as with `async_close`: from then on `try_enter` and
+    /// `try_enter_stoppable` return empty guards, and the closes waiting complete once the last
+    /// guard is gone. The first call emits, later calls only close (a closed gate stays closed).
+    /// Plain guards (`try_enter`) are not signalled.
+    ///
+    /// The emission runs on the calling thread, inside this call, after the gate's lock is
+    /// released: each signal calls the cancellation handler its task installed, synchronously. The
+    /// slots are not thread-safe, so the tasks must install and clear their handlers (start and
+    /// finish their operations) on the thread or strand that calls this function. A stoppable
+    /// guard released on another thread meanwhile is either signalled, if it was alive when the
+    /// stop was requested, or had left before: exactly one; its signal is destroyed only once the
+    /// emission on it is over.
+    ///
+    /// Handlers of the gate's closes are never invoked from inside this call (they are posted).
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function. A cancellation handler that throws
+    /// calls `std::terminate`.
+    ///
+    /// @param type The cancellation type to emit; `terminal` by default.
+    void request_stop(boost::asio::cancellation_type type = boost::asio::cancellation_type::terminal) noexcept
+    {
+        if (count_.close())
+            drained_.set();
+        stops_.request_stop(type);
+    }
+
     /// Attaches `observer` to the gate's closes, or detaches it (null): every close that has to
     /// wait for guards from now on is reported to it, when queued and when it ends, with how long
     /// it waited (see `wait_observer`). See [Observing waits](observing.md).
@@ -309,7 +386,8 @@ private:
 
     executor_type executor_;
     detail::gate_count<> count_;
-    detail::event_impl drained_; // set once the gate is closed and every guard is gone
+    detail::event_impl drained_;     // set once the gate is closed and every guard is gone
+    detail::gate_stop_list<> stops_; // the stoppable guards alive
 };
 
 /// An entry in a gate: the task that holds it is in flight, and closes of the gate wait for it.
@@ -318,6 +396,11 @@ private:
 /// the gate; the release of the last guard of a closed gate completes the waiting closes (posted,
 /// never inside the release). An empty guard (from a closed gate, default-constructed or moved
 /// from) holds nothing and converts to false.
+///
+/// A guard from `try_enter_stoppable` also owns a cancellation signal, on which `request_stop`
+/// emits; `slot()` returns its slot, for the task's operations. The signal stays at its address
+/// while the guard moves, and is destroyed with the entry: the operations bound to the slot must
+/// have completed by then.
 ///
 /// **Thread safety:** distinct guards may be released concurrently, also guards of the same gate;
 /// one guard object must not be used by two threads at once.
@@ -331,7 +414,10 @@ public:
     /// Takes over the entry `other` holds; `other` then holds nothing.
     ///
     /// @param other The guard to take over.
-    guard(guard&& other) noexcept : gate_(std::exchange(other.gate_, nullptr)) {}
+    guard(guard&& other) noexcept
+        : gate_(std::exchange(other.gate_, nullptr)), stop_(std::exchange(other.stop_, nullptr))
+    {
+    }
 
     /// Leaves the gate (as `release()`), then takes over the entry `other` holds; `other` then
     /// holds nothing. Self-assignment does nothing.
@@ -344,6 +430,7 @@ public:
         {
             release();
             gate_ = std::exchange(other.gate_, nullptr);
+            stop_ = std::exchange(other.stop_, nullptr);
         }
         return *this;
     }
@@ -359,19 +446,34 @@ public:
     /// Returns true if the guard holds an entry.
     explicit operator bool() const noexcept { return gate_ != nullptr; }
 
+    /// Returns the slot of the guard's cancellation signal, to bind to the task's operations; an
+    /// unconnected slot (which operations ignore) if the guard is not stoppable or is empty.
+    boost::asio::cancellation_slot slot() const noexcept
+    {
+        return stop_ ? stop_->signal.slot() : boost::asio::cancellation_slot();
+    }
+
     /// Leaves the gate now; afterwards the guard holds nothing. Does nothing on an empty guard.
     void release()
     {
-        if (gate_)
-            std::exchange(gate_, nullptr)->leave();
+        if (!gate_)
+            return;
+        basic_gate* owner = std::exchange(gate_, nullptr);
+        if (stop_)
+            owner->stops_.leave(std::exchange(stop_, nullptr));
+        owner->leave();
     }
 
 private:
     friend detail::access;
 
-    explicit guard(basic_gate& owner) noexcept : gate_(&owner) {}
+    explicit guard(basic_gate& owner, detail::gate_stop_entry* stop = nullptr) noexcept
+        : gate_(&owner), stop_(stop)
+    {
+    }
 
     basic_gate* gate_ = nullptr;
+    detail::gate_stop_entry* stop_ = nullptr; // the signal of a stoppable guard
 };
 
 /// A gate with the default executor type, `boost::asio::any_io_executor`.
