@@ -50,7 +50,7 @@ void set(auto_reset_event& event)
 // The timed waits, for the table of test/support/deadline_checks.hpp. The event starts set; a
 // wait consumes the set, so `release` sets it again: a successful wait took exactly one set, a
 // timed-out one none, and the event ends set either way unless a set was lost.
-struct timed_wait
+struct timed_wait : asio_sync::test::async_wait_deadlines
 {
     static constexpr const char* name = "auto_reset_event.async_wait_for/until";
 
@@ -63,18 +63,6 @@ struct timed_wait
     static void grant(object& e) { e.set(); }
     static void release(object& e) { e.set(); }
     static bool idle(object& e) { return e.is_set(); }
-
-    template <class Duration, class Token>
-    static auto wait_for(object& e, Duration d, Token&& token)
-    {
-        return e.async_wait_for(d, std::forward<Token>(token));
-    }
-
-    template <class TimePoint, class Token>
-    static auto wait_until(object& e, TimePoint t, Token&& token)
-    {
-        return e.async_wait_until(t, std::forward<Token>(token));
-    }
 };
 
 } // namespace

@@ -49,7 +49,7 @@ void set(manual_reset_event& event)
 
 // The timed waits, for the table of test/support/deadline_checks.hpp. The event starts set; a
 // clear one blocks. A set lets every wait through, so a successful wait holds nothing.
-struct timed_wait
+struct timed_wait : asio_sync::test::async_wait_deadlines
 {
     static constexpr const char* name = "manual_reset_event.async_wait_for/until";
 
@@ -62,18 +62,6 @@ struct timed_wait
     static void grant(object& e) { e.set(); }
     static void release(object&) {}
     static bool idle(object& e) { return e.is_set(); }
-
-    template <class Duration, class Token>
-    static auto wait_for(object& e, Duration d, Token&& token)
-    {
-        return e.async_wait_for(d, std::forward<Token>(token));
-    }
-
-    template <class TimePoint, class Token>
-    static auto wait_until(object& e, TimePoint t, Token&& token)
-    {
-        return e.async_wait_until(t, std::forward<Token>(token));
-    }
 };
 
 } // namespace

@@ -69,6 +69,23 @@
 
 namespace asio_sync::test {
 
+// The timed waits of a kind whose object has `async_wait_for` and `async_wait_until` (the
+// events): a kind derives from it.
+struct async_wait_deadlines
+{
+    template <class Object, class Duration, class Token>
+    static auto wait_for(Object& o, Duration d, Token&& token)
+    {
+        return o.async_wait_for(d, std::forward<Token>(token));
+    }
+
+    template <class Object, class TimePoint, class Token>
+    static auto wait_until(Object& o, TimePoint t, Token&& token)
+    {
+        return o.async_wait_until(t, std::forward<Token>(token));
+    }
+};
+
 // The handler of a scoped kind: takes the guard over from the handler's argument (so that the
 // kind's release() gives the lock back), and reports only the error code. It keeps the wrapped
 // handler's cancellation slot and allocator.
