@@ -16,6 +16,7 @@
 
 #include <asio_sync/auto_reset_event.hpp>
 #include <asio_sync/barrier.hpp>
+#include <asio_sync/call_site.hpp>
 #include <asio_sync/condition_variable.hpp>
 #include <asio_sync/error.hpp>
 #include <asio_sync/gate.hpp>

@@ -552,6 +552,51 @@ BOOST_AUTO_TEST_CASE(the_relock_is_submitted_not_invoked)
     BOOST_TEST(out->calls == 1);
 }
 
+// A notification moves the waiters into the mutex's queue (wait morphing): notify_all submits
+// nothing while the notifier holds the mutex, every unlock then lets exactly one of them through,
+// behind a lock that queued before the notification, and each waiter's handler is submitted once,
+// holding the lock. A wake-up that only put the waiters back in line (two hops each, a herd on
+// notify_all) would submit all three at the notification.
+BOOST_AUTO_TEST_CASE(a_notification_moves_the_waiters_into_the_mutex_queue_one_hop_each)
+{
+    using executor = asio_sync::test::recording_executor<asio::io_context::executor_type>;
+    using mutex_type = asio_sync::basic_mutex<executor>;
+    asio::io_context ctx;
+    std::vector<bool> submissions;
+    mutex_type mutex(executor(ctx.get_executor(), submissions));
+    asio_sync::basic_condition_variable<executor> cv(executor(ctx.get_executor(), submissions));
+    std::vector<int> order;
+    std::list<std::unique_lock<mutex_type>> locks;
+    for (int i = 1; i <= 3; ++i)
+    {
+        BOOST_TEST_REQUIRE(mutex.try_lock());
+        std::unique_lock<mutex_type>& lock = locks.emplace_back(mutex, std::adopt_lock);
+        cv.async_wait(lock, [&, i](error_code ec) {
+            BOOST_TEST(!ec);
+            BOOST_TEST(lock.owns_lock());
+            order.push_back(i);
+            lock.unlock();
+        });
+    }
+    BOOST_TEST_REQUIRE(mutex.try_lock()); // the notifier
+    mutex.async_lock([&](error_code ec) {
+        BOOST_TEST(!ec);
+        order.push_back(0);
+        mutex.unlock();
+    });
+    cv.notify_all();
+    BOOST_TEST(submissions.empty());
+    mutex.unlock();
+    for (std::size_t handled = 0; handled < 4; ++handled)
+    {
+        BOOST_TEST(submissions.size() == handled + 1);
+        BOOST_TEST(ctx.run_one() == 1U);
+    }
+    BOOST_TEST(submissions.size() == 4U);
+    BOOST_TEST(order == (std::vector<int>{0, 1, 2, 3}), boost::test_tools::per_element());
+    BOOST_TEST(mutex.try_lock());
+}
+
 // A handler that could also be called with no arguments (a variadic lambda), returning nothing or
 // a bool, is a completion handler: the wait gives the mutex up and the handler gets the error code.
 BOOST_AUTO_TEST_CASE(a_variadic_lambda_is_a_completion_handler_not_a_predicate)

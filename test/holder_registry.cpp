@@ -14,7 +14,9 @@
 #error "this test needs ASIO_SYNC_ENABLE_HOLDER_REGISTRY"
 #endif
 
+#include <asio_sync/call_site.hpp>
 #include <asio_sync/holder_registry.hpp>
+#include <asio_sync/manual_reset_event.hpp>
 #include <asio_sync/mutex.hpp>
 #include <asio_sync/shared_mutex.hpp>
 #include <asio_sync/upgrade_mutex.hpp>
@@ -55,6 +57,18 @@ std::string address(const void* p)
 bool listed(const std::string& what)
 {
     return asio_sync::holder_registry::dump().find(what) != std::string::npos;
+}
+
+// What the registry shows of a wait started at `line` of this file.
+std::string at_line(unsigned line)
+{
+    return std::string(" at ") + __FILE__ + ':' + std::to_string(line) + " for ";
+}
+
+// A wrapper that passes its caller's location on, as a user's own lock function can.
+asio::awaitable<void> lock_for_caller(asio_sync::mutex& m, asio_sync::call_site where = asio_sync::call_site())
+{
+    co_await m.async_lock(asio::use_awaitable, where);
 }
 
 void run(asio::io_context& io)
@@ -169,6 +183,58 @@ BOOST_AUTO_TEST_CASE(the_upgrade_mutex_modes)
         rethrow);
     run(io);
     BOOST_TEST(steps == 1);
+    BOOST_TEST(asio_sync::holder_registry::dump().empty());
+}
+
+// Every record shows the file and line of the call that started its wait, a holder's as well as a
+// waiter's; through a wrapper that passes a call_site on, the wrapper's caller.
+BOOST_AUTO_TEST_CASE(each_record_shows_where_its_wait_was_started)
+{
+    asio::io_context io;
+    asio_sync::mutex m(io);
+    asio_sync::manual_reset_event e(io);
+    int steps = 0;
+    unsigned held_line = 0;
+    unsigned waiter_line = 0;
+    unsigned event_line = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            held_line = __LINE__ + 1;
+            co_await m.async_lock(asio::use_awaitable);
+            co_await asio::post(io, asio::use_awaitable); // lets the others queue
+            co_await asio::post(io, asio::use_awaitable);
+            const std::string listing = asio_sync::holder_registry::dump();
+            BOOST_TEST_INFO(listing);
+            BOOST_TEST(listing.find(" holds mode 1 coroutine ") != std::string::npos);
+            BOOST_TEST(listing.find(at_line(held_line)) != std::string::npos);
+            BOOST_TEST(listing.find(at_line(waiter_line)) != std::string::npos);
+            BOOST_TEST(listing.find(at_line(event_line)) != std::string::npos);
+            BOOST_TEST(listing.find("manual_reset_event@" + address(&e) + " waits") != std::string::npos);
+            m.unlock();
+            e.set();
+            ++steps;
+        },
+        rethrow);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            waiter_line = __LINE__ + 1;
+            co_await lock_for_caller(m);
+            m.unlock();
+            ++steps;
+        },
+        rethrow);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            event_line = __LINE__ + 1;
+            co_await e.async_wait(asio::use_awaitable);
+            ++steps;
+        },
+        rethrow);
+    run(io);
+    BOOST_TEST(steps == 3);
     BOOST_TEST(asio_sync::holder_registry::dump().empty());
 }
 

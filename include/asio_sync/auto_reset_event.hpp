@@ -6,6 +6,7 @@
 #ifndef ASIO_SYNC_AUTO_RESET_EVENT_HPP
 #define ASIO_SYNC_AUTO_RESET_EVENT_HPP
 
+#include <asio_sync/call_site.hpp>
 #include <asio_sync/detail/access.hpp>
 #include <asio_sync/semaphore.hpp>
 #include <asio_sync/wait_observer.hpp>
@@ -164,11 +165,13 @@ public:
     ///
     /// @param token The completion token.
     /// @returns what the token makes of the operation.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                    call_site where = call_site())
     {
-        return signal_.async_acquire(1, std::forward<WaitToken>(token));
+        return signal_.async_acquire(1, std::forward<WaitToken>(token), where);
     }
 
     /// Starts an asynchronous wait for a set, giving up after `timeout`: `async_wait` with a time
@@ -210,13 +213,15 @@ public:
     /// negative: give up unless the event is set.
     /// @param token The completion token.
     /// @returns what the token makes of the operation.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_wait_for(const std::chrono::duration<Rep, Period>& timeout,
-                        WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                        WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                        call_site where = call_site())
     {
-        return signal_.async_acquire_for(1, timeout, std::forward<WaitToken>(token));
+        return signal_.async_acquire_for(1, timeout, std::forward<WaitToken>(token), where);
     }
 
     /// Starts an asynchronous wait for a set, giving up at `expiry`: `async_wait_for` with a
@@ -246,13 +251,15 @@ public:
     /// @param expiry When to give up; a deadline already past gives up unless the event is set.
     /// @param token The completion token.
     /// @returns what the token makes of the operation.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_wait_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                          WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                          WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                          call_site where = call_site())
     {
-        return signal_.async_acquire_until(1, expiry, std::forward<WaitToken>(token));
+        return signal_.async_acquire_until(1, expiry, std::forward<WaitToken>(token), where);
     }
 
     /// Attaches `observer` to the event's waits, or detaches it (null): every wait that queues from

@@ -29,7 +29,8 @@ namespace asio_sync {
 /// process-wide lock and allocates for every coroutine wait it records: it is a debugging aid.
 ///
 /// **What it records.** The waits of coroutines (the tokens `boost::asio::use_awaitable` and
-/// `as_tuple(use_awaitable)`) on every primitive, while they wait; and the locks of
+/// `as_tuple(use_awaitable)`) on the semaphore, the mutexes, the events and the latch, while they
+/// wait, each with the file and line of its call (`call_site`); and the locks of
 /// `basic_mutex`, `basic_shared_mutex` and `basic_upgrade_mutex` that coroutines took that way,
 /// while they are held. A coroutine is identified by its Asio coroutine thread (what `co_spawn`
 /// started). Locks taken with other tokens, or with `try_lock`, are not recorded; an unlock removes
@@ -47,7 +48,8 @@ public:
     /// waiter: the primitive's kind and address, `holds` or `waits`, the mode (the permits asked
     /// for: 1 is a mutex's lock or a shared lock, a shared mutex's writer asks for all its readers'
     /// permits; an upgrade mutex's modes are 1 shared, 2 upgrade, 3 exclusive, 4 upgrading), the
-    /// coroutine and the age in milliseconds. Empty when nothing is recorded.
+    /// coroutine, the file and line of the call that started the wait (see `call_site`) and the age
+    /// in milliseconds. Empty when nothing is recorded.
     ///
     /// @returns the listing, or a line saying the registry is compiled out.
     static std::string dump()

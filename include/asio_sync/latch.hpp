@@ -6,9 +6,10 @@
 #ifndef ASIO_SYNC_LATCH_HPP
 #define ASIO_SYNC_LATCH_HPP
 
+#include <asio_sync/call_site.hpp>
+#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/event_wait.hpp>
-#include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/latch_count.hpp>
 #include <asio_sync/wait_observer.hpp>
 
@@ -175,11 +176,14 @@ public:
     ///
     /// @param token The completion token.
     /// @returns what the token makes of the operation.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                    call_site where = call_site())
     {
-        return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token));
+        return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token),
+                                        detail::no_deadline(), where);
     }
 
     /// Starts an asynchronous wait until the count reaches zero, giving up after `timeout`: `async_wait` with
@@ -220,14 +224,16 @@ public:
     /// negative: give up unless the wait can be decided at once.
     /// @param token The completion token.
     /// @returns what the token makes of the operation.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_wait_for(const std::chrono::duration<Rep, Period>& timeout,
-                        WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                        WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                        call_site where = call_site())
     {
         return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token),
-                                        detail::deadline_after(timeout));
+                                        detail::deadline_after(timeout), where);
     }
 
     /// Starts an asynchronous wait until the count reaches zero, giving up at `expiry`: `async_wait_for`
@@ -258,14 +264,16 @@ public:
     /// decided at once.
     /// @param token The completion token.
     /// @returns what the token makes of the operation.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_wait_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                          WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                          WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                          call_site where = call_site())
     {
         return detail::async_event_wait(executor_, impl_, std::forward<WaitToken>(token),
-                                        detail::deadline_at(expiry));
+                                        detail::deadline_at(expiry), where);
     }
 
 private:

@@ -9,6 +9,7 @@
 /// @file
 /// The asynchronous mutex: asio_sync::basic_mutex and the asio_sync::mutex alias.
 
+#include <asio_sync/call_site.hpp>
 #include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
@@ -143,11 +144,13 @@ public:
     ///
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                    call_site where = call_site())
     {
-        return semaphore_.async_acquire(1, std::forward<LockToken>(token));
+        return semaphore_.async_acquire(1, std::forward<LockToken>(token), where);
     }
 
     /// Starts an asynchronous lock whose handler receives a `std::unique_lock` owning the lock.
@@ -181,11 +184,13 @@ public:
     /// receives.
     ///
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                           call_site where = call_site())
     {
-        return scoped_lock_until(std::forward<LockToken>(token), detail::no_deadline());
+        return scoped_lock_until(std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
     /// Starts an asynchronous lock that gives up after `timeout`: `async_lock` with a time limit.
@@ -231,13 +236,15 @@ public:
     /// negative: give up unless the mutex is free at once (a lock that has to queue times out when
     /// its timer's handler runs, unless an unlock grants it first).
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_for(const std::chrono::duration<Rep, Period>& timeout,
-                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                        call_site where = call_site())
     {
-        return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token));
+        return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token), where);
     }
 
     /// Starts an asynchronous lock that gives up at `expiry`: `async_lock_for` with a point in
@@ -269,13 +276,15 @@ public:
     /// @tparam Duration The time point's duration.
     /// @param expiry When to give up.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                          LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                          LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                          call_site where = call_site())
     {
-        return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token));
+        return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token), where);
     }
 
     /// Starts an asynchronous lock whose handler receives a `std::unique_lock`, giving up after
@@ -306,13 +315,15 @@ public:
     /// @tparam Period The duration's tick period.
     /// @param timeout How long to wait, as for `async_lock_for`.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_for(const std::chrono::duration<Rep, Period>& timeout,
-                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                               call_site where = call_site())
     {
-        return scoped_lock_until(std::forward<LockToken>(token), detail::deadline_after(timeout));
+        return scoped_lock_until(std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
     /// Starts an asynchronous lock whose handler receives a `std::unique_lock`, giving up at
@@ -343,13 +354,15 @@ public:
     /// @tparam Duration The time point's duration.
     /// @param expiry When to give up.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                 call_site where = call_site())
     {
-        return scoped_lock_until(std::forward<LockToken>(token), detail::deadline_at(expiry));
+        return scoped_lock_until(std::forward<LockToken>(token), detail::deadline_at(expiry), where);
     }
 
     /// Locks the mutex if that can be done at once: fails while it is locked or anyone waits.
@@ -391,11 +404,12 @@ public:
 
 private:
     template <class LockToken, class Deadline>
-    auto scoped_lock_until(LockToken&& token, Deadline expiry)
+    auto scoped_lock_until(LockToken&& token, Deadline expiry, call_site where)
     {
         using lock_type = std::unique_lock<basic_mutex>;
         return detail::access::async_acquire_as<void(boost::system::error_code, lock_type)>(
-            semaphore_, 1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token), expiry);
+            semaphore_, 1, detail::adopt_lock_grant<lock_type>{this}, std::forward<LockToken>(token), expiry,
+            where);
     }
 
     basic_semaphore<Executor> semaphore_;

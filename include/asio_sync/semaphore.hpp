@@ -10,6 +10,7 @@
 /// The asynchronous counting semaphore: asio_sync::basic_semaphore, its permit objects
 /// (asio_sync::basic_semaphore::permit) and the asio_sync::semaphore alias.
 
+#include <asio_sync/call_site.hpp>
 #include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/deadline.hpp>
@@ -269,12 +270,15 @@ public:
     /// @param n The number of permits to acquire.
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_acquire(std::size_t n, AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_acquire(std::size_t n, AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                       call_site where = call_site())
     {
         return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant{&impl_.core},
-                                                                 std::forward<AcquireToken>(token));
+                                                                 std::forward<AcquireToken>(token),
+                                                                 detail::no_deadline(), where);
     }
 
     /// Starts an asynchronous acquire of one permit: `async_acquire(1, token)`.
@@ -306,11 +310,13 @@ public:
     /// As `async_acquire(n, token)`.
     ///
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_acquire(AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_acquire(AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                       call_site where = call_site())
     {
-        return async_acquire(1, std::forward<AcquireToken>(token));
+        return async_acquire(1, std::forward<AcquireToken>(token), where);
     }
 
     /// Starts an asynchronous acquire of `n` permits that completes with a `permit` holding them.
@@ -353,13 +359,15 @@ public:
     ///
     /// @param n The number of permits to acquire.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire_permit(std::size_t n,
-                              AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                              AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                              call_site where = call_site())
     {
-        return async_acquire_as<void(boost::system::error_code, permit)>(n, permit_grant{this, n},
-                                                                         std::forward<AcquireToken>(token));
+        return async_acquire_as<void(boost::system::error_code, permit)>(
+            n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::no_deadline(), where);
     }
 
     /// Starts an asynchronous acquire of `n` permits that gives up after `timeout`.
@@ -417,15 +425,17 @@ public:
     /// acquire that has to queue times out when its timer's handler runs, unless a release grants
     /// it first).
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire_for(std::size_t n, const std::chrono::duration<Rep, Period>& timeout,
-                           AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                           AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                           call_site where = call_site())
     {
         return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant{&impl_.core},
                                                                  std::forward<AcquireToken>(token),
-                                                                 detail::deadline_after(timeout));
+                                                                 detail::deadline_after(timeout), where);
     }
 
     /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up after
@@ -464,14 +474,17 @@ public:
     /// @param n The number of permits to acquire.
     /// @param timeout How long to wait, measured on `std::chrono::steady_clock`.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire_permit_for(std::size_t n, const std::chrono::duration<Rep, Period>& timeout,
-                                  AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                  AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                  call_site where = call_site())
     {
         return async_acquire_as<void(boost::system::error_code, permit)>(
-            n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::deadline_after(timeout));
+            n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::deadline_after(timeout),
+            where);
     }
 
     /// Starts an asynchronous acquire of `n` permits that gives up at `expiry`:
@@ -512,15 +525,17 @@ public:
     /// @param n The number of permits to acquire.
     /// @param expiry When to give up.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire_until(std::size_t n, const std::chrono::time_point<Clock, Duration>& expiry,
-                             AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                             AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                             call_site where = call_site())
     {
         return async_acquire_as<void(boost::system::error_code)>(n, detail::plain_grant{&impl_.core},
                                                                  std::forward<AcquireToken>(token),
-                                                                 detail::deadline_at(expiry));
+                                                                 detail::deadline_at(expiry), where);
     }
 
     /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up at `expiry`:
@@ -553,14 +568,16 @@ public:
     /// @param n The number of permits to acquire.
     /// @param expiry When to give up.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire_permit_until(std::size_t n, const std::chrono::time_point<Clock, Duration>& expiry,
-                                    AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                    AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                    call_site where = call_site())
     {
         return async_acquire_as<void(boost::system::error_code, permit)>(
-            n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::deadline_at(expiry));
+            n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::deadline_at(expiry), where);
     }
 
     /// Takes `n` permits if that can be done at once, without waiting.
@@ -719,12 +736,13 @@ private:
     // An acquire whose handler receives what `grant` makes of the outcome: the shape the locks
     // build their scoped variants on.
     template <class Signature, class Grant, class Token, class Deadline = detail::no_deadline>
-    auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token, Deadline expiry = Deadline())
+    auto async_acquire_as(std::size_t n, const Grant& grant, Token&& token, Deadline expiry,
+                          [[maybe_unused]] call_site where)
     {
         initiate_async_acquire<Grant, Deadline> initiation(this, grant, expiry);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
         if constexpr (!std::is_void_v<detail::awaitable_executor_t<Token>>)
-            return detail::acquire_awaitable<Signature, std::decay_t<Token>>(n, initiation);
+            return detail::acquire_awaitable<Signature, std::decay_t<Token>>(n, initiation, where);
         else
 #endif
             return boost::asio::async_initiate<Token, Signature>(initiation, token, n);

@@ -10,6 +10,7 @@
 /// The asynchronous shared (reader-writer) mutex: asio_sync::basic_shared_mutex and the
 /// asio_sync::shared_mutex alias.
 
+#include <asio_sync/call_site.hpp>
 #include <asio_sync/detail/access.hpp>
 #include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
@@ -166,11 +167,13 @@ public:
     ///
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                    call_site where = call_site())
     {
-        return semaphore_.async_acquire(max_readers_, std::forward<LockToken>(token));
+        return semaphore_.async_acquire(max_readers_, std::forward<LockToken>(token), where);
     }
 
     /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`.
@@ -202,13 +205,15 @@ public:
     /// As `async_lock`; in addition the mutex must outlive the `unique_lock` the handler receives.
     ///
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                           call_site where = call_site())
     {
         return scoped_lock_until<std::unique_lock<basic_shared_mutex>>(
-            max_readers_, std::forward<LockToken>(token), detail::no_deadline());
+            max_readers_, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
     /// Starts an asynchronous exclusive lock that gives up after `timeout`: `async_lock` with a
@@ -254,13 +259,15 @@ public:
     /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the lock can be had at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_for(const std::chrono::duration<Rep, Period>& timeout,
-                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                        call_site where = call_site())
     {
-        return semaphore_.async_acquire_for(max_readers_, timeout, std::forward<LockToken>(token));
+        return semaphore_.async_acquire_for(max_readers_, timeout, std::forward<LockToken>(token), where);
     }
 
     /// Starts an asynchronous exclusive lock that gives up at `expiry`: `async_lock_for` with
@@ -292,13 +299,15 @@ public:
     /// @tparam Duration The time point's duration.
     /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                          LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                          LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                          call_site where = call_site())
     {
-        return semaphore_.async_acquire_until(max_readers_, expiry, std::forward<LockToken>(token));
+        return semaphore_.async_acquire_until(max_readers_, expiry, std::forward<LockToken>(token), where);
     }
 
     /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`, giving
@@ -330,15 +339,17 @@ public:
     /// @tparam Period The duration's tick period.
     /// @param timeout How long to wait, as for `async_lock_for`.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_for(const std::chrono::duration<Rep, Period>& timeout,
-                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                               call_site where = call_site())
     {
         return scoped_lock_until<std::unique_lock<basic_shared_mutex>>(
-            max_readers_, std::forward<LockToken>(token), detail::deadline_after(timeout));
+            max_readers_, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
     /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`, giving
@@ -371,15 +382,17 @@ public:
     /// @tparam Duration The time point's duration.
     /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                 call_site where = call_site())
     {
         return scoped_lock_until<std::unique_lock<basic_shared_mutex>>(
-            max_readers_, std::forward<LockToken>(token), detail::deadline_at(expiry));
+            max_readers_, std::forward<LockToken>(token), detail::deadline_at(expiry), where);
     }
 
     /// Takes the exclusive lock if that can be done at once: fails while anyone holds the lock in
@@ -435,11 +448,13 @@ public:
     /// As `async_lock`.
     ///
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                           call_site where = call_site())
     {
-        return semaphore_.async_acquire(1, std::forward<LockToken>(token));
+        return semaphore_.async_acquire(1, std::forward<LockToken>(token), where);
     }
 
     /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`.
@@ -472,13 +487,15 @@ public:
     /// receives.
     ///
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_scoped_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                  call_site where = call_site())
     {
         return scoped_lock_until<std::shared_lock<basic_shared_mutex>>(1, std::forward<LockToken>(token),
-                                                                       detail::no_deadline());
+                                                                       detail::no_deadline(), where);
     }
 
     /// Starts an asynchronous shared lock that gives up after `timeout`: `async_lock_shared`
@@ -512,13 +529,15 @@ public:
     /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the lock can be had at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout,
-                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                               call_site where = call_site())
     {
-        return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token));
+        return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token), where);
     }
 
     /// Starts an asynchronous shared lock that gives up at `expiry`: `async_lock_shared_for`
@@ -550,13 +569,15 @@ public:
     /// @tparam Duration The time point's duration.
     /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                 call_site where = call_site())
     {
-        return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token));
+        return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token), where);
     }
 
     /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`, giving
@@ -589,15 +610,17 @@ public:
     /// @tparam Period The duration's tick period.
     /// @param timeout How long to wait, as for `async_lock_shared_for`.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout,
-                                      LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                      LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                      call_site where = call_site())
     {
-        return scoped_lock_until<std::shared_lock<basic_shared_mutex>>(1, std::forward<LockToken>(token),
-                                                                       detail::deadline_after(timeout));
+        return scoped_lock_until<std::shared_lock<basic_shared_mutex>>(
+            1, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
     /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`, giving
@@ -631,15 +654,17 @@ public:
     /// @tparam Duration The time point's duration.
     /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                        call_site where = call_site())
     {
         return scoped_lock_until<std::shared_lock<basic_shared_mutex>>(1, std::forward<LockToken>(token),
-                                                                       detail::deadline_at(expiry));
+                                                                       detail::deadline_at(expiry), where);
     }
 
     /// Takes a share of the lock if that can be done at once: fails while a writer holds it,
@@ -695,10 +720,11 @@ public:
 private:
     // A lock of n permits whose handler receives a Lock that adopts it.
     template <class Lock, class LockToken, class Deadline>
-    auto scoped_lock_until(std::size_t n, LockToken&& token, Deadline expiry)
+    auto scoped_lock_until(std::size_t n, LockToken&& token, Deadline expiry, call_site where)
     {
         return detail::access::async_acquire_as<void(boost::system::error_code, Lock)>(
-            semaphore_, n, detail::adopt_lock_grant<Lock>{this}, std::forward<LockToken>(token), expiry);
+            semaphore_, n, detail::adopt_lock_grant<Lock>{this}, std::forward<LockToken>(token), expiry,
+            where);
     }
 
     static std::size_t checked(std::size_t max_readers)

@@ -10,6 +10,7 @@
 /// The asynchronous upgrade mutex: asio_sync::basic_upgrade_mutex and the asio_sync::upgrade_mutex
 /// alias.
 
+#include <asio_sync/call_site.hpp>
 #include <asio_sync/detail/deadline.hpp>
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/detail/holder_records.hpp>
@@ -170,11 +171,14 @@ public:
     ///
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                    call_site where = call_site())
     {
-        return plain_lock(detail::exclusive_mode, std::forward<LockToken>(token), detail::no_deadline());
+        return plain_lock(detail::exclusive_mode, std::forward<LockToken>(token), detail::no_deadline(),
+                          where);
     }
 
     /// Starts an exclusive lock that gives up after `timeout`: `async_lock` with a time limit. See
@@ -218,14 +222,16 @@ public:
     /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_for(const std::chrono::duration<Rep, Period>& timeout,
-                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                        call_site where = call_site())
     {
         return plain_lock(detail::exclusive_mode, std::forward<LockToken>(token),
-                          detail::deadline_after(timeout));
+                          detail::deadline_after(timeout), where);
     }
 
     /// Starts an exclusive lock that gives up at `expiry`: `async_lock_for` with a point in time
@@ -267,14 +273,16 @@ public:
     /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                          LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                          LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                          call_site where = call_site())
     {
-        return plain_lock(detail::exclusive_mode, std::forward<LockToken>(token),
-                          detail::deadline_at(expiry));
+        return plain_lock(detail::exclusive_mode, std::forward<LockToken>(token), detail::deadline_at(expiry),
+                          where);
     }
 
     /// Starts `async_lock` whose handler receives a `unique_lock` that owns the lock.
@@ -312,13 +320,15 @@ public:
     ///
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                           call_site where = call_site())
     {
         return scoped_lock<std::unique_lock<basic_upgrade_mutex>>(
-            detail::exclusive_mode, std::forward<LockToken>(token), detail::no_deadline());
+            detail::exclusive_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
     /// Starts `async_lock_for` whose handler receives a `unique_lock` that owns the lock.
@@ -361,15 +371,17 @@ public:
     /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_for(const std::chrono::duration<Rep, Period>& timeout,
-                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                               call_site where = call_site())
     {
         return scoped_lock<std::unique_lock<basic_upgrade_mutex>>(
-            detail::exclusive_mode, std::forward<LockToken>(token), detail::deadline_after(timeout));
+            detail::exclusive_mode, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
     /// Starts `async_lock_until` whose handler receives a `unique_lock` that owns the lock.
@@ -413,15 +425,17 @@ public:
     /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                 call_site where = call_site())
     {
         return scoped_lock<std::unique_lock<basic_upgrade_mutex>>(
-            detail::exclusive_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
+            detail::exclusive_mode, std::forward<LockToken>(token), detail::deadline_at(expiry), where);
     }
 
     /// Starts an asynchronous shared lock. On success the caller holds a share of the lock and must
@@ -465,11 +479,13 @@ public:
     ///
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                           call_site where = call_site())
     {
-        return plain_lock(detail::shared_mode, std::forward<LockToken>(token), detail::no_deadline());
+        return plain_lock(detail::shared_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
     /// Starts a shared lock that gives up after `timeout`: `async_lock_shared` with a time limit. See
@@ -513,14 +529,16 @@ public:
     /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout,
-                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                               LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                               call_site where = call_site())
     {
         return plain_lock(detail::shared_mode, std::forward<LockToken>(token),
-                          detail::deadline_after(timeout));
+                          detail::deadline_after(timeout), where);
     }
 
     /// Starts a shared lock that gives up at `expiry`: `async_lock_shared_for` with a point in time
@@ -562,13 +580,16 @@ public:
     /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                 LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                 call_site where = call_site())
     {
-        return plain_lock(detail::shared_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
+        return plain_lock(detail::shared_mode, std::forward<LockToken>(token), detail::deadline_at(expiry),
+                          where);
     }
 
     /// Starts `async_lock_shared` whose handler receives a `shared_lock` that owns the lock.
@@ -606,13 +627,15 @@ public:
     ///
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_scoped_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                  call_site where = call_site())
     {
         return scoped_lock<std::shared_lock<basic_upgrade_mutex>>(
-            detail::shared_mode, std::forward<LockToken>(token), detail::no_deadline());
+            detail::shared_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
     /// Starts `async_lock_shared_for` whose handler receives a `shared_lock` that owns the lock.
@@ -655,15 +678,17 @@ public:
     /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout,
-                                      LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                      LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                      call_site where = call_site())
     {
         return scoped_lock<std::shared_lock<basic_upgrade_mutex>>(
-            detail::shared_mode, std::forward<LockToken>(token), detail::deadline_after(timeout));
+            detail::shared_mode, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
     /// Starts `async_lock_shared_until` whose handler receives a `shared_lock` that owns the lock.
@@ -707,15 +732,17 @@ public:
     /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_shared_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                        LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                        call_site where = call_site())
     {
         return scoped_lock<std::shared_lock<basic_upgrade_mutex>>(
-            detail::shared_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
+            detail::shared_mode, std::forward<LockToken>(token), detail::deadline_at(expiry), where);
     }
 
     /// Starts an asynchronous upgrade lock: a share of the lock that at most one holder has at a
@@ -760,11 +787,13 @@ public:
     ///
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_lock_upgrade(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_lock_upgrade(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                            call_site where = call_site())
     {
-        return plain_lock(detail::upgrade_mode, std::forward<LockToken>(token), detail::no_deadline());
+        return plain_lock(detail::upgrade_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
     /// Starts the upgrade lock that gives up after `timeout`: `async_lock_upgrade` with a time limit. See
@@ -808,14 +837,16 @@ public:
     /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_upgrade_for(const std::chrono::duration<Rep, Period>& timeout,
-                                LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                call_site where = call_site())
     {
         return plain_lock(detail::upgrade_mode, std::forward<LockToken>(token),
-                          detail::deadline_after(timeout));
+                          detail::deadline_after(timeout), where);
     }
 
     /// Starts the upgrade lock that gives up at `expiry`: `async_lock_upgrade_for` with a point in time
@@ -857,13 +888,16 @@ public:
     /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_upgrade_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                                  LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                  LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                  call_site where = call_site())
     {
-        return plain_lock(detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
+        return plain_lock(detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_at(expiry),
+                          where);
     }
 
     /// Starts `async_lock_upgrade` whose handler receives a `upgrade_lock` that owns the lock.
@@ -901,13 +935,15 @@ public:
     ///
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    upgrade_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_scoped_lock_upgrade(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_scoped_lock_upgrade(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                   call_site where = call_site())
     {
         return scoped_lock<upgrade_lock<basic_upgrade_mutex>>(
-            detail::upgrade_mode, std::forward<LockToken>(token), detail::no_deadline());
+            detail::upgrade_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
     /// Starts `async_lock_upgrade_for` whose handler receives a `upgrade_lock` that owns the lock.
@@ -950,15 +986,17 @@ public:
     /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    upgrade_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_upgrade_for(const std::chrono::duration<Rep, Period>& timeout,
-                                       LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                       LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                       call_site where = call_site())
     {
         return scoped_lock<upgrade_lock<basic_upgrade_mutex>>(
-            detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_after(timeout));
+            detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
     /// Starts `async_lock_upgrade_until` whose handler receives a `upgrade_lock` that owns the lock.
@@ -1002,15 +1040,17 @@ public:
     /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    upgrade_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock_upgrade_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                                         LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                                         LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                                         call_site where = call_site())
     {
         return scoped_lock<upgrade_lock<basic_upgrade_mutex>>(
-            detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_at(expiry));
+            detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_at(expiry), where);
     }
 
     /// Starts an upgrade: the caller's upgrade lock becomes the exclusive lock, atomically, once
@@ -1063,11 +1103,14 @@ public:
     ///
     /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
     /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   UpgradeToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-    auto async_upgrade(UpgradeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    auto async_upgrade(UpgradeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                       call_site where = call_site())
     {
-        return plain_lock(detail::upgrading_mode, std::forward<UpgradeToken>(token), detail::no_deadline());
+        return plain_lock(detail::upgrading_mode, std::forward<UpgradeToken>(token), detail::no_deadline(),
+                          where);
     }
 
     /// Starts an upgrade that gives up after `timeout`: `async_upgrade` with a time limit. On
@@ -1110,14 +1153,16 @@ public:
     /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
     /// negative: give up unless the operation can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   UpgradeToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_upgrade_for(const std::chrono::duration<Rep, Period>& timeout,
-                           UpgradeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                           UpgradeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                           call_site where = call_site())
     {
         return plain_lock(detail::upgrading_mode, std::forward<UpgradeToken>(token),
-                          detail::deadline_after(timeout));
+                          detail::deadline_after(timeout), where);
     }
 
     /// Starts an upgrade that gives up at `expiry`: `async_upgrade_for` with a point in time
@@ -1158,14 +1203,16 @@ public:
     /// @param expiry When to give up; a deadline already past gives up unless the operation
     /// can be decided at once.
     /// @param token The completion token.
+    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   UpgradeToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_upgrade_until(const std::chrono::time_point<Clock, Duration>& expiry,
-                             UpgradeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+                             UpgradeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
+                             call_site where = call_site())
     {
         return plain_lock(detail::upgrading_mode, std::forward<UpgradeToken>(token),
-                          detail::deadline_at(expiry));
+                          detail::deadline_at(expiry), where);
     }
 
     /// Takes the exclusive lock if that can be done at once: fails while anyone holds the lock in
@@ -1312,18 +1359,19 @@ public:
 
 private:
     template <class LockToken, class Deadline>
-    auto plain_lock(std::size_t mode, LockToken&& token, Deadline expiry)
+    auto plain_lock(std::size_t mode, LockToken&& token, Deadline expiry, call_site where)
     {
         return detail::async_upgrade_lock<void(boost::system::error_code)>(
-            executor_, impl_, mode, detail::mode_grant{&impl_}, std::forward<LockToken>(token), expiry);
+            executor_, impl_, mode, detail::mode_grant{&impl_}, std::forward<LockToken>(token), expiry,
+            where);
     }
 
     template <class Lock, class LockToken, class Deadline>
-    auto scoped_lock(std::size_t mode, LockToken&& token, Deadline expiry)
+    auto scoped_lock(std::size_t mode, LockToken&& token, Deadline expiry, call_site where)
     {
         return detail::async_upgrade_lock<void(boost::system::error_code, Lock)>(
             executor_, impl_, mode, detail::adopt_lock_grant<Lock>{this}, std::forward<LockToken>(token),
-            expiry);
+            expiry, where);
     }
 
     executor_type executor_;

@@ -25,12 +25,12 @@ struct access
 
     // The acquire whose handler receives what `grant` makes of the outcome, with a deadline or
     // without (detail/deadline.hpp), on which the mutexes build their locks.
-    template <class Signature, class Semaphore, class Grant, class Token, class... Deadline>
+    template <class Signature, class Semaphore, class Grant, class Token, class Deadline, class CallSite>
     static auto async_acquire_as(Semaphore& semaphore, std::size_t n, const Grant& grant, Token&& token,
-                                 Deadline... expiry)
+                                 Deadline expiry, CallSite where)
     {
-        return semaphore.template async_acquire_as<Signature>(n, grant, std::forward<Token>(token),
-                                                              expiry...);
+        return semaphore.template async_acquire_as<Signature>(n, grant, std::forward<Token>(token), expiry,
+                                                              where);
     }
 
     // The service entry of a semaphore, for the locks built on one: their names in Asio's handler

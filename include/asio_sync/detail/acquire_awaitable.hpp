@@ -6,6 +6,7 @@
 #ifndef ASIO_SYNC_DETAIL_ACQUIRE_AWAITABLE_HPP
 #define ASIO_SYNC_DETAIL_ACQUIRE_AWAITABLE_HPP
 
+#include <asio_sync/call_site.hpp>
 #include <asio_sync/detail/holder_records.hpp>
 #include <asio_sync/detail/semaphore_service.hpp>
 #include <asio_sync/detail/upgrade_core.hpp>
@@ -152,9 +153,10 @@ bool excludes_itself(std::size_t lock_permits, std::size_t held, std::size_t req
 class recorded_wait
 {
 public:
-    recorded_wait(service_entry& entry, const void* task, std::size_t mode)
-        : entry_(&entry), mode_(mode), record_(holder_records::instance().wait(
-                                           &entry, entry.names.object, entry.names.address, task, mode))
+    recorded_wait(service_entry& entry, const void* task, std::size_t mode, const call_site& where)
+        : entry_(&entry), mode_(mode),
+          record_(holder_records::instance().wait(&entry, entry.names.object, entry.names.address, task, mode,
+                                                  where.file(), where.line()))
     {
     }
 
@@ -195,7 +197,7 @@ private:
 template <class Signature, class Token, class Initiation>
 boost::asio::awaitable<awaitable_value_t<Token, typename Initiation::grant_type>,
                        typename awaitable_token<Token>::executor>
-acquire_awaitable(std::size_t n, Initiation initiation)
+acquire_awaitable(std::size_t n, Initiation initiation, [[maybe_unused]] call_site where)
 {
     using Grant = typename Initiation::grant_type;
 #if defined(ASIO_SYNC_ENABLE_HOLDER_REGISTRY)
@@ -209,7 +211,7 @@ acquire_awaitable(std::size_t n, Initiation initiation)
             }))
         co_return awaitable_token<Token>::fail(
             initiation.grant()(make_error_code(boost::system::errc::resource_deadlock_would_occur)));
-    recorded_wait recorded(entry, task, n);
+    recorded_wait recorded(entry, task, n, where);
 #endif
     if (immediate_acquires_in_a_row() >= immediate_acquire_budget)
     {

@@ -8,8 +8,8 @@
 
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/acquire_op.hpp>
-#include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/deadline.hpp>
+#include <asio_sync/detail/event_core.hpp>
 #include <asio_sync/detail/grant.hpp>
 #include <asio_sync/detail/timed_acquire_op.hpp>
 
@@ -58,14 +58,15 @@ private:
     Deadline deadline_;
 };
 
-template <class Token, class Executor, class Deadline = no_deadline>
-auto async_event_wait(const Executor& ex, event_impl& impl, Token&& token, Deadline expiry = Deadline())
+template <class Token, class Executor, class Deadline>
+auto async_event_wait(const Executor& ex, event_impl& impl, Token&& token, Deadline expiry,
+                      [[maybe_unused]] call_site where)
 {
     using signature = void(boost::system::error_code);
     initiate_event_wait<Executor, Deadline> initiation(ex, impl, expiry);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
     if constexpr (!std::is_void_v<awaitable_executor_t<Token>>)
-        return acquire_awaitable<signature, std::decay_t<Token>>(1, initiation);
+        return acquire_awaitable<signature, std::decay_t<Token>>(1, initiation, where);
     else
 #endif
         return boost::asio::async_initiate<Token, signature>(initiation, token);

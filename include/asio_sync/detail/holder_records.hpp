@@ -29,6 +29,8 @@ struct holder_record
     const void* address; // the primitive's own, as handler tracking shows it
     const void* task;
     std::size_t mode;
+    const char* file; // where the wait was started
+    unsigned line;
     bool holding;
     std::chrono::steady_clock::time_point since;
 };
@@ -58,11 +60,11 @@ public:
     }
 
     iterator wait(const void* primitive, const char* kind, const void* address, const void* task,
-                  std::size_t mode)
+                  std::size_t mode, const char* file, unsigned line)
     {
         std::lock_guard<std::mutex> lock(mutex_);
         return records_.insert(records_.end(), {primitive, kind, address ? address : primitive, task, mode,
-                                                false, std::chrono::steady_clock::now()});
+                                                file, line, false, std::chrono::steady_clock::now()});
     }
 
     // The wait was granted: its record now holds `mode` (a granted upgrade holds the exclusive
@@ -107,7 +109,7 @@ public:
         const auto now = std::chrono::steady_clock::now();
         for (const holder_record& r : records_)
             out << r.kind << '@' << r.address << (r.holding ? " holds" : " waits") << " mode " << r.mode
-                << " coroutine " << r.task << " for "
+                << " coroutine " << r.task << " at " << r.file << ':' << r.line << " for "
                 << std::chrono::duration<double, std::milli>(now - r.since).count() << " ms\n";
         return out.str();
     }

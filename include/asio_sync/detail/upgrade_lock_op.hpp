@@ -119,12 +119,12 @@ private:
 
 template <class Signature, class Token, class Executor, class Grant, class Deadline>
 auto async_upgrade_lock(const Executor& ex, upgrade_impl& impl, std::size_t mode, const Grant& grant,
-                        Token&& token, Deadline expiry)
+                        Token&& token, Deadline expiry, [[maybe_unused]] call_site where)
 {
     initiate_upgrade_lock<Executor, Grant, Deadline> initiation(ex, impl, grant, expiry);
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
     if constexpr (!std::is_void_v<awaitable_executor_t<Token>>)
-        return acquire_awaitable<Signature, std::decay_t<Token>>(mode, initiation);
+        return acquire_awaitable<Signature, std::decay_t<Token>>(mode, initiation, where);
     else
 #endif
         return boost::asio::async_initiate<Token, Signature>(initiation, token, mode);
