@@ -19,10 +19,13 @@
 #include <asio_sync/mutex.hpp>
 #include <asio_sync/shared_mutex.hpp>
 
+#include "support/counting_allocator.hpp"
 #include "support/event_checks.hpp"
 #include "support/handler.hpp"
+#include "support/replaced_new.hpp"
 #include "support/sanitizers.hpp"
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -60,6 +63,8 @@ using shared_lock_type = std::shared_lock<asio_sync::shared_mutex>;
 using gate = asio_sync::gate;
 
 namespace {
+
+const asio_sync::test::operator_new_hook counting_operator_new(&asio_sync::test::count_operator_new);
 
 const error_code aborted = asio::error::operation_aborted;
 const error_code timed_out = asio_sync::error::timed_out;
@@ -298,13 +303,82 @@ BOOST_AUTO_TEST_CASE(context_destroyed_while_a_timed_out_wait_relocks)
     }
 }
 
+// A timed wait that times out while another holds the mutex, plain and with a predicate, and a
+// timed arrival and a timed close that time out: everything they allocate (the operation with its
+// timer, the timer's wait, the relock that has to queue, the completion) goes through the
+// handler's allocator and comes back; operator new is never called (counted outside sanitizers).
+BOOST_AUTO_TEST_CASE(timed_waits_that_time_out_allocate_only_through_the_handler_allocator)
+{
+    using asio_sync::test::global_news;
+    asio::io_context io(1);
+    asio_sync::mutex m(io);
+    condition_variable cv(io);
+    asio_sync::barrier b(io, 2);
+    gate g(io);
+    // The timer queue's heap and Asio's handler cache, grown once, beforehand.
+    std::vector<std::unique_ptr<asio::steady_timer>> warm;
+    for (int i = 0; i < 8; ++i)
+    {
+        warm.push_back(std::make_unique<asio::steady_timer>(io, std::chrono::hours(1)));
+        warm.back()->async_wait([](error_code) {});
+    }
+    warm.clear();
+    io.run();
+    run_past_now(io);
+    asio_sync::test::allocation_counts counts;
+    std::vector<error_code> codes;
+    codes.reserve(4);
+    auto handler = [&] {
+        return asio::bind_allocator(asio_sync::test::counting_allocator<void>(counts),
+                                    [&](error_code ec) { codes.push_back(ec); });
+    };
+    lock_type plain(m, std::defer_lock);
+    lock_type with_predicate(m, std::defer_lock);
+    lock_type holder(m, std::defer_lock);
+    gate::guard guard = g.try_enter();
+    std::array<std::size_t, 3> completed{};
+    // No Boost.Test check from here to the count: they allocate.
+    const std::size_t news_before = global_news.load();
+    const bool locked = plain.try_lock();
+    cv.async_wait_for(plain, std::chrono::seconds(0), handler());
+    const bool locked_too = with_predicate.try_lock();
+    cv.async_wait_until(
+        with_predicate, std::chrono::steady_clock::now(), [] { return false; }, handler());
+    b.async_arrive_and_wait_for(
+        std::chrono::seconds(0),
+        asio::bind_allocator(asio_sync::test::counting_allocator<void>(counts),
+                             [&](error_code ec, std::size_t) { codes.push_back(ec); }));
+    g.async_close_for(std::chrono::seconds(0), handler());
+    const bool held = holder.try_lock();
+    run_past_now(io);
+    completed[0] = codes.size(); // the arrival and the close; the waits relock behind the holder
+    holder.unlock();
+    drain(io);
+    completed[1] = codes.size();
+    plain.unlock();
+    drain(io);
+    completed[2] = codes.size();
+    with_predicate.unlock();
+    const std::size_t news = global_news.load() - news_before;
+
+    BOOST_TEST(locked);
+    BOOST_TEST(locked_too);
+    BOOST_TEST(held);
+    BOOST_TEST(completed == (std::array<std::size_t, 3>{2, 3, 4}), boost::test_tools::per_element());
+    BOOST_TEST(codes == std::vector<error_code>(4, timed_out), boost::test_tools::per_element());
+    BOOST_TEST(news == 0u);
+    BOOST_TEST(counts.allocations.load() > 0u);
+    BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
+    guard.release();
+    drain(io);
+}
+
 // On a thread pool: a timed wait (its handler on a strand, where its cancellation is emitted
 // too, two rounds in three), a notify_one from another thread, the deadline and the cancellation
-// all race. Exactly one
-// outcome each round, holding the lock, and the notification is never lost nor used twice: when
-// the wait did not take it, the waiter queued behind it did. A predicate wait's timed-out or
-// cancelled end passes the notification on too; one that succeeds may have seen the predicate
-// true without it.
+// all race. Exactly one outcome each round, holding the lock, and the notification is never lost
+// nor used twice: when the wait did not take it, the waiter queued behind it did. A predicate
+// wait's timed-out or cancelled end passes the notification on too; one that succeeds may have
+// seen the predicate true without it.
 BOOST_AUTO_TEST_CASE(deadline_notification_and_cancellation_race_on_a_thread_pool)
 {
     const int rounds = asio_sync::test::under_tsan ? 300 : 1500;
@@ -474,6 +548,46 @@ BOOST_AUTO_TEST_CASE(a_timed_arrival_races_the_last_arrival_and_its_cancellation
                                   << outcomes[2]);
 }
 
+// barrier::cancel() races the deadlines of two timed arrivals (one phase of three), which expire on
+// a thread pool: each arrival ends once, timed out or aborted, and cancel() counts exactly the aborted
+// ones; the phase then misses all three again.
+BOOST_AUTO_TEST_CASE(barrier_cancel_races_the_deadlines_of_timed_arrivals)
+{
+    const int rounds = asio_sync::test::under_tsan ? 300 : 1500;
+    pool threads;
+    asio_sync::barrier b(threads.io, 3);
+    int aborted_total = 0;
+    std::size_t withdrawn_total = 0;
+    for (int round = 0; round < rounds; ++round)
+    {
+        std::atomic<int> done{0};
+        std::array<error_code, 2> codes;
+        for (std::size_t i = 0; i < codes.size(); ++i)
+            b.async_arrive_and_wait_for(std::chrono::microseconds(round * 7 % 200 + static_cast<int>(i)),
+                                        [&, i](error_code ec, std::size_t) {
+                                            codes[i] = ec;
+                                            done.fetch_add(1, std::memory_order_release);
+                                        });
+        for (int spin = round % 64; spin > 0; --spin)
+            std::this_thread::yield();
+        const std::size_t withdrawn = b.cancel();
+        await(done, 2);
+        int aborted_here = 0;
+        for (const error_code& ec : codes)
+        {
+            BOOST_TEST_REQUIRE((ec == timed_out || ec == aborted));
+            aborted_here += ec == aborted;
+        }
+        BOOST_TEST_REQUIRE(withdrawn == static_cast<std::size_t>(aborted_here));
+        BOOST_TEST_REQUIRE(b.missing() == 3u);
+        BOOST_TEST_REQUIRE(b.phase() == 0u);
+        aborted_total += aborted_here;
+        withdrawn_total += withdrawn;
+    }
+    BOOST_TEST_MESSAGE("aborted " << aborted_total << ", timed out " << 2 * rounds - aborted_total);
+    BOOST_TEST(withdrawn_total == static_cast<std::size_t>(aborted_total));
+}
+
 // A timed last arrival with no time left completes its phase, and one whose completion function
 // throws throws from its call with its phase completed: the others are released, its own handler
 // is never invoked, and the next phase counts from the start.
@@ -627,6 +741,62 @@ BOOST_AUTO_TEST_CASE(cancellation_handlers_that_release_move_and_enter_guards)
     BOOST_TEST(!*inner_close->ec);
     BOOST_TEST(!*outer_close->ec);
     BOOST_TEST(signals == (std::array<int, 6>{1, 1, 1, 1, 1, 1}), boost::test_tools::per_element());
+}
+
+// Stoppable guards moved, move-assigned over one another and released on two other threads while
+// the stop request emits on this one: every signal emitted once at most, and exactly once on the
+// guards that stay. Their cancellation handlers only count: the tasks' slots are used by this
+// thread alone, as the gate requires.
+BOOST_AUTO_TEST_CASE(guards_moved_and_released_on_other_threads_during_the_emission)
+{
+    const int rounds = asio_sync::test::under_tsan ? 100 : 400;
+    constexpr std::size_t guards = 8;
+    for (int round = 0; round < rounds; ++round)
+    {
+        asio::io_context io;
+        gate g(io);
+        std::array<gate::guard, guards> entered;
+        std::array<std::atomic<int>, guards> signals{};
+        for (std::size_t i = 0; i < guards; ++i)
+        {
+            entered[i] = g.try_enter_stoppable();
+            BOOST_TEST_REQUIRE(static_cast<bool>(entered[i]));
+            entered[i].slot().assign([&signals, i](asio::cancellation_type) {
+                signals[i].fetch_add(1, std::memory_order_relaxed);
+            });
+        }
+        // Each worker churns its half: guards 0-1 and 4-5 move around and leave, 2-3 and 6-7 stay.
+        std::atomic<int> go{0};
+        auto churn = [&](std::size_t first) {
+            await(go, 1);
+            gate::guard moved = std::move(entered[first]);
+            moved = std::move(entered[first + 1]);              // leaves with the first entry
+            entered[first + 2] = std::move(entered[first + 2]); // self-assignment: nothing
+            moved.release();
+        };
+        std::thread a(churn, std::size_t{0});
+        std::thread b(churn, std::size_t{4});
+        go.store(1, std::memory_order_release);
+        for (int spin = round % 64; spin > 0; --spin)
+            std::this_thread::yield();
+        g.request_stop();
+        a.join();
+        b.join();
+        for (std::size_t i = 0; i < guards; ++i)
+        {
+            const bool stays = i % 4 >= 2;
+            BOOST_TEST(signals[i].load() <= 1);
+            if (stays)
+                BOOST_TEST(signals[i].load() == 1);
+        }
+        BOOST_TEST(g.count() == 4u);
+        auto [out, handler] = make_record();
+        g.async_close(handler);
+        for (gate::guard& guard : entered)
+            guard.release();
+        drain(io);
+        BOOST_TEST(out->calls == 1);
+    }
 }
 
 // A close, then a stop request: the first request still emits, on the guards entered before the
