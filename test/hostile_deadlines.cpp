@@ -303,6 +303,61 @@ BOOST_AUTO_TEST_CASE(context_destroyed_while_a_timed_out_wait_relocks)
     }
 }
 
+// A timed predicate wait whose predicate throws: at the first evaluation the initiating function
+// throws, nothing is queued and no timer runs; at the evaluation after the time ran out (behind
+// another holder) the exception comes out of the handler's executor, the lock owns the mutex, and
+// the handler is destroyed without being invoked. The condition variable works on.
+BOOST_AUTO_TEST_CASE(a_timed_predicate_wait_whose_predicate_throws)
+{
+    asio::io_context io;
+    asio_sync::mutex m(io);
+    condition_variable cv(io);
+    lock_type lock(m, std::try_to_lock);
+    BOOST_TEST_REQUIRE(lock.owns_lock());
+    int calls = 0;
+    BOOST_CHECK_THROW(cv.async_wait_for(
+                          lock, std::chrono::hours(1), []() -> bool { throw std::runtime_error("first"); },
+                          [&](error_code) { ++calls; }),
+                      std::runtime_error);
+    BOOST_TEST(lock.owns_lock());
+    BOOST_TEST(cv.cancel() == 0u);
+    BOOST_TEST(io.run() == 0u); // no timer
+
+    int evaluations = 0;
+    bool destroyed = false;
+    auto guard = std::make_shared<asio_sync::test::on_destroy>([&] { destroyed = true; });
+    cv.async_wait_for(
+        lock, std::chrono::seconds(0),
+        [&]() -> bool {
+            if (++evaluations == 2)
+                throw std::runtime_error("last");
+            return false;
+        },
+        [&calls, guard](error_code) { ++calls; });
+    guard.reset();
+    lock_type holder(m, std::try_to_lock);
+    BOOST_TEST_REQUIRE(holder.owns_lock());
+    run_past_now(io);
+    BOOST_TEST(evaluations == 1);
+    holder.unlock();
+    io.restart();
+    BOOST_CHECK_THROW(io.run(), std::runtime_error);
+    BOOST_TEST(evaluations == 2);
+    BOOST_TEST(lock.owns_lock());
+    io.restart();
+    io.run(); // returns: nothing left, the timer included
+    BOOST_TEST(destroyed);
+    BOOST_TEST(calls == 0);
+
+    auto [out, handler] = make_record();
+    cv.async_wait_for(lock, std::chrono::hours(1), handler);
+    cv.notify_one();
+    drain(io);
+    BOOST_TEST(out->calls == 1);
+    BOOST_TEST(!*out->ec);
+    BOOST_TEST(lock.owns_lock());
+}
+
 // A timed wait that times out while another holds the mutex, plain and with a predicate, and a
 // timed arrival and a timed close that time out: everything they allocate (the operation with its
 // timer, the timer's wait, the relock that has to queue, the completion) goes through the
