@@ -70,6 +70,14 @@ deadline_type deadline_at(const std::chrono::time_point<Clock, Duration>& t)
     }
     else
     {
+        // Compared with the clock's time in their common duration, which may not hold the time
+        // point (`hours::max()` in nanoseconds): one beyond its range is taken as never, or past.
+        using common = std::common_type_t<Duration, typename Clock::duration>;
+        const std::chrono::duration<double> since = t.time_since_epoch();
+        if (since >= std::chrono::duration<double>(common::max()))
+            return deadline_type::max();
+        if (since <= std::chrono::duration<double>(common::min()))
+            return deadline_clock::now();
         const auto now = Clock::now();
         if (t <= now)
             return deadline_clock::now();
