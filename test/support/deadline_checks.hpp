@@ -56,6 +56,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -232,6 +233,13 @@ private:
         expect(false, [](object& o, record h) { Kind::wait_until(o, steady::time_point::max(), h); }, {});
     }
 
+    template <class Clock>
+    static std::chrono::time_point<Clock, std::chrono::duration<double>> not_a_number()
+    {
+        return std::chrono::time_point<Clock, std::chrono::duration<double>>(
+            std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN()));
+    }
+
     static void deadline_already_past()
     {
         const auto long_ago = std::chrono::system_clock::now() - std::chrono::hours(1);
@@ -249,6 +257,16 @@ private:
                 expected);
             expect(
                 blocked, [&](object& o, record h) { Kind::wait_until(o, long_ago, h); }, expected);
+            // A time point that is not a number has passed, on any clock.
+            expect(
+                blocked, [](object& o, record h) { Kind::wait_until(o, not_a_number<steady>(), h); },
+                expected);
+            expect(
+                blocked,
+                [](object& o, record h) {
+                    Kind::wait_until(o, not_a_number<std::chrono::system_clock>(), h);
+                },
+                expected);
         }
     }
 
@@ -266,6 +284,13 @@ private:
             expect(
                 blocked, [](object& o, record h) { Kind::wait_for(o, std::chrono::hours::min(), h); },
                 expected);
+            expect(
+                blocked,
+                [](object& o, record h) {
+                    Kind::wait_for(o, std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN()),
+                                   h);
+                },
+                expected); // not a number: no time at all
             // The largest duration saturates: the wait just never times out.
             expect(false, [](object& o, record h) { Kind::wait_for(o, std::chrono::hours::max(), h); }, {});
         }

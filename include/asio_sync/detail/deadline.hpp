@@ -27,13 +27,13 @@ struct timeout
     deadline_clock::duration duration;
 };
 
-// `d` rounded up to the clock's tick, saturated to [0, max]. Zero or negative: the wait gives up
-// unless it can be decided without waiting.
+// `d` rounded up to the clock's tick, saturated to [0, max]. Zero, negative or not a number (a
+// floating-point NaN): the wait gives up unless it can be decided without waiting.
 template <class Rep, class Period>
 timeout deadline_after(const std::chrono::duration<Rep, Period>& d)
 {
     using tick = deadline_clock::duration;
-    if (d <= d.zero())
+    if (!(d > d.zero()))
         return {tick::zero()};
     if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(tick::max()))
         return {tick::max()};
@@ -62,22 +62,23 @@ deadline_type deadline_at(const std::chrono::time_point<Clock, Duration>& t)
     {
         using tick = deadline_clock::duration;
         const std::chrono::duration<double> since = t.time_since_epoch();
+        if (!(since > std::chrono::duration<double>(tick::min()))) // or not a number
+            return deadline_type::min();
         if (since >= std::chrono::duration<double>(tick::max()))
             return deadline_type::max();
-        if (since <= std::chrono::duration<double>(tick::min()))
-            return deadline_type::min();
         return deadline_type(std::chrono::ceil<tick>(t.time_since_epoch()));
     }
     else
     {
         // Compared with the clock's time in their common duration, which may not hold the time
-        // point (`hours::max()` in nanoseconds): one beyond its range is taken as never, or past.
+        // point (`hours::max()` in nanoseconds): one beyond its range is taken as never, or past;
+        // one that is not a number, as past.
         using common = std::common_type_t<Duration, typename Clock::duration>;
         const std::chrono::duration<double> since = t.time_since_epoch();
+        if (!(since > std::chrono::duration<double>(common::min())))
+            return deadline_clock::now();
         if (since >= std::chrono::duration<double>(common::max()))
             return deadline_type::max();
-        if (since <= std::chrono::duration<double>(common::min()))
-            return deadline_clock::now();
         const auto now = Clock::now();
         if (t <= now)
             return deadline_clock::now();
