@@ -18,8 +18,8 @@
 namespace asio_sync {
 
 /// The source file and line of the call that started a wait: the defaulted last parameter of every
-/// lock and acquire of the semaphore, the mutexes and the upgrade mutex, which `holder_registry`
-/// shows beside each holder and waiter.
+/// acquire and lock of the semaphore, the mutexes and the upgrade mutex, and of every wait of the
+/// events and the latch, which `holder_registry` shows beside each holder and waiter.
 ///
 /// Leave the parameter defaulted: its default value is the caller's location
 /// (`std::source_location::current()` where the standard library has it, the compiler's

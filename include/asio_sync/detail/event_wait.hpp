@@ -6,6 +6,7 @@
 #ifndef ASIO_SYNC_DETAIL_EVENT_WAIT_HPP
 #define ASIO_SYNC_DETAIL_EVENT_WAIT_HPP
 
+#include <asio_sync/call_site.hpp>
 #include <asio_sync/detail/acquire_awaitable.hpp>
 #include <asio_sync/detail/acquire_op.hpp>
 #include <asio_sync/detail/deadline.hpp>
