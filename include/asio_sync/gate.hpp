@@ -94,8 +94,8 @@ namespace asio_sync {
 /// and any call on it, and no cancellation signal bound to one of its closes may be emitted after
 /// it is destroyed. A close handler that destroys the gate must therefore know that no other
 /// thread is still inside a call on it: a `request_stop` on another thread may still be emitting
-/// when the last guard leaves and the close completes. It may outlive its execution context: context shutdown destroys the waiting
-/// closes' handlers without invoking them.
+/// when the last guard leaves and the close completes. It may outlive its execution context:
+/// context shutdown destroys the waiting closes' handlers without invoking them.
 ///
 /// **Not copyable, not movable:** guards and queued operations refer to the gate by address.
 ///
