@@ -25,7 +25,9 @@ namespace asio_sync {
 /// (`std::source_location::current()` where the standard library has it, the compiler's
 /// `__builtin_FILE()` and `__builtin_LINE()` otherwise, which GCC, Clang and MSVC provide). A
 /// function of your own that wraps a lock can take a `call_site where = call_site()` parameter too
-/// and pass it on, so that the registry shows the wrapper's caller.
+/// and pass it on, so that the registry shows the wrapper's caller. The registry keeps the file name
+/// by pointer for as long as it lists the wait: where a file is given explicitly, it must be a
+/// string that lives as long (a literal, or `__FILE__`).
 ///
 /// **Empty unless the holder registry is compiled in** (`ASIO_SYNC_ENABLE_HOLDER_REGISTRY`): then
 /// it records nothing, costs nothing, and `file()` is empty and `line()` zero.
