@@ -94,6 +94,11 @@ enum class error
     /// refuses to acquire there; set `maxmemory-policy noeviction` (or no `maxmemory`). Checked on
     /// each connect, where the server lets the connection read its configuration.
     eviction_policy,
+
+    /// `async_fenced_set` refused a write: its fence is smaller than the largest fence that has
+    /// written the resource, so its writer's permit ended before a newer holder wrote. Nothing was
+    /// written.
+    stale_fence,
 };
 
 namespace detail {
@@ -140,6 +145,8 @@ public:
             return "Redis lost the semaphore's state while the permit was held";
         case error::eviction_policy:
             return "the server may evict the semaphore's keys (maxmemory-policy is not noeviction)";
+        case error::stale_fence:
+            return "a newer fence has written the resource; the write was refused";
         }
         return "unknown asio_sync.redis error";
     }
