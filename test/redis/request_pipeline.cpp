@@ -6,8 +6,9 @@
 #define BOOST_TEST_MODULE redis_request_pipeline
 
 // The command link's requests without a socket: set-up first, the callers' commands after it,
-// replies matched in order, health checks, failed set-ups, a session lost, cancellation of
-// commands waiting or written, and close.
+// replies matched in order, health checks, failed set-ups, the primary check, a command refused
+// with READONLY queued again, a session lost, cancellation of commands waiting or written, and
+// close.
 
 #include <asio_sync/redis/detail/request_pipeline.hpp>
 
@@ -105,6 +106,12 @@ struct fixture
 const setup_command auth{bytes({"AUTH", "secret"}), false, true};
 const setup_command select_db{bytes({"SELECT", "1"}), false, false};
 const setup_command load{bytes({"FUNCTION", "LOAD", "x"}), true, false};
+const setup_command role{bytes({"ROLE"}), false, false, true};
+
+redis::reply role_reply(std::string name)
+{
+    return asio_sync::test::array_reply({asio_sync::test::text_reply(redis::reply_kind::string, std::move(name))});
+}
 
 } // namespace
 
@@ -217,6 +224,56 @@ BOOST_FIXTURE_TEST_CASE(close_aborts_everything_and_refuses_later_commands, fixt
     BOOST_TEST(take_log() == (std::vector<std::string>{"1 aborted", "2 aborted"}));
     add(3, {"GET", "c"});
     BOOST_TEST(take_log() == (std::vector<std::string>{"3 closed"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_primary_check_fails_the_set_up_on_another_role, fixture)
+{
+    pipeline.start_session({auth, role, select_db});
+    pipeline.on_reply(status("OK"));
+    BOOST_TEST((pipeline.on_reply(role_reply("slave")) == reply_answer::setup));
+    BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::set_up));
+    BOOST_TEST(pipeline.setup_error() == error_code(redis::error::read_only));
+    BOOST_TEST(pipeline.setup_reply().elements.size() == 1u);
+
+    pipeline.start_session({role});
+    BOOST_TEST((pipeline.on_reply(role_reply("master")) == reply_answer::set_up));
+    BOOST_TEST(!pipeline.setup_error());
+
+    // ROLE refused (an ACL without it) is that error, not a role.
+    pipeline.start_session({role});
+    BOOST_TEST((pipeline.on_reply(error_reply("NOPERM this user has no permissions to run the 'role' command")) ==
+                reply_answer::set_up));
+    BOOST_TEST(pipeline.setup_error() == error_code(redis::error::server_error));
+}
+
+// With Sentinel, a command refused with READONLY did not run: it goes back to the head of the
+// queue, with its bytes, and is written again on the next session before those queued after it.
+BOOST_FIXTURE_TEST_CASE(a_command_refused_as_read_only_is_queued_again_first, fixture)
+{
+    pipeline.requeue_read_only(true);
+    pipeline.start_session({});
+    add(1, {"GET", "a"});
+    add(2, {"INCR", "b"});
+    add(3, {"INCR", "c"});
+    pipeline.take_commands();
+    add(4, {"INCR", "d"});
+    BOOST_TEST((pipeline.on_reply(status("A")) == reply_answer::command));
+    BOOST_TEST((pipeline.on_reply(error_reply("READONLY You can't write against a read only replica.")) ==
+                reply_answer::not_primary));
+    pipeline.end_session(redis::error::connection_lost); // the driver drops the session
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 A", "3 connection_lost"}));
+    pipeline.start_session({});
+    BOOST_TEST(pipeline.take_commands() == bytes({"INCR", "b"}) + bytes({"INCR", "d"}));
+    BOOST_TEST((pipeline.on_reply(status("B")) == reply_answer::command));
+    BOOST_TEST((pipeline.on_reply(status("D")) == reply_answer::command));
+    BOOST_TEST(take_log() == (std::vector<std::string>{"2 B", "4 D"}));
+
+    // Without Sentinel it is the command's answer.
+    pipeline.requeue_read_only(false);
+    add(5, {"INCR", "e"});
+    pipeline.take_commands();
+    BOOST_TEST((pipeline.on_reply(error_reply("READONLY no")) == reply_answer::command));
+    BOOST_TEST(take_log() == (std::vector<std::string>{"5 server_error READONLY no"}));
 }
 
 BOOST_AUTO_TEST_CASE(destruction_destroys_the_handlers_still_held)

@@ -45,6 +45,7 @@ public:
         bool append_only = false;            // AOF on, appendfsync always: a restart keeps every write
         std::string password;                // requirepass, when not empty
         std::vector<std::string> extra_args; // more redis-server options, e.g. {"--maxclients", "64"}
+        std::string sentinel_config;         // not empty: a sentinel (--sentinel) with this configuration
     };
 
     redis_server() : redis_server(options()) {}
@@ -93,25 +94,19 @@ public:
     {
         if (running())
             throw std::logic_error("redis_server: already running");
-        std::vector<std::string> args{"redis-server",
-                                      "--port",
-                                      std::to_string(port_),
-                                      "--bind",
-                                      "127.0.0.1",
-                                      "--dir",
-                                      dir_.string(),
-                                      "--logfile",
-                                      (dir_ / "redis.log").string(),
-                                      "--daemonize",
-                                      "no",
-                                      "--save",
-                                      "",
-                                      "--enable-debug-command",
-                                      "yes",
-                                      "--appendonly",
-                                      options_.append_only ? "yes" : "no",
-                                      "--appendfsync",
-                                      "always"};
+        std::vector<std::string> args{"redis-server"};
+        if (!options_.sentinel_config.empty())
+        {
+            // A sentinel rewrites its configuration file: written once, kept across restarts.
+            const std::filesystem::path config = dir_ / "sentinel.conf";
+            if (!std::filesystem::exists(config))
+                std::ofstream(config) << options_.sentinel_config;
+            args.insert(args.end(), {config.string(), "--sentinel"});
+        }
+        args.insert(args.end(), {"--port", std::to_string(port_), "--bind", "127.0.0.1", "--dir",
+                                 dir_.string(), "--logfile", (dir_ / "redis.log").string(), "--daemonize",
+                                 "no", "--save", "", "--enable-debug-command", "yes", "--appendonly",
+                                 options_.append_only ? "yes" : "no", "--appendfsync", "always"});
         if (!options_.password.empty())
             args.insert(args.end(), {"--requirepass", options_.password});
         args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());

@@ -12,15 +12,26 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace asio_sync::redis {
 
 /// Where a `basic_connection` connects, with which credentials, and how it retries.
 ///
 /// Every member has a default, so a default-constructed value connects to `127.0.0.1:6379`,
-/// database 0, without `AUTH`.
+/// database 0, without `AUTH`. With `sentinels`, the connection asks Redis Sentinel where the
+/// primary is instead (see docs/cluster.md, "Sentinel").
 struct connection_options
 {
+    /// The address of one sentinel.
+    struct sentinel_address
+    {
+        /// Its host name or address.
+        std::string host;
+        /// Its TCP port.
+        std::uint16_t port = 26379;
+    };
+
     /// The server's host name or address, IPv4 or IPv6 (`"localhost"`, `"10.0.0.7"`, `"::1"`).
     /// A name is resolved on every connection attempt, and each address it resolves to is tried
     /// in turn. Unused when `unix_socket` is set.
@@ -71,6 +82,29 @@ struct connection_options
     /// blocking `BLPOP`, a long script) holds the `PING`'s reply back: raise the interval above
     /// the longest such wait, or turn the check off, on a connection that sends them.
     std::chrono::milliseconds health_check_interval{2000};
+
+    /// The sentinels that watch the primary named `master_name`. When not empty, `host`, `port`
+    /// and `unix_socket` are unused: every connection attempt of each link asks the sentinels in
+    /// turn (`SENTINEL GET-MASTER-ADDR-BY-NAME`), from the one that answered last, connects to
+    /// the address the first one that knows the primary gives, and checks with `ROLE` that the
+    /// server is a primary. A server that is not (a failover in progress, a sentinel not yet
+    /// told), an attempt where no sentinel answers, and a `READONLY` reply to a command (the
+    /// primary was demoted while connected) all drop the link and start a new attempt after the
+    /// reconnect delay; the commands that were not sent, and the one refused with `READONLY`,
+    /// wait for the new primary. The whole attempt, sentinels included, is bounded by
+    /// `connect_timeout`.
+    std::vector<sentinel_address> sentinels;
+
+    /// The name under which the sentinels know the primary (`sentinel monitor <name> ...`).
+    std::string master_name;
+
+    /// The user for `AUTH` to the sentinels (their `requirepass`, or an ACL user); empty: as the
+    /// user `default`.
+    std::string sentinel_user;
+
+    /// The password for `AUTH` to the sentinels. When both `sentinel_user` and
+    /// `sentinel_password` are empty, no `AUTH` is sent to them.
+    std::string sentinel_password;
 };
 
 } // namespace asio_sync::redis

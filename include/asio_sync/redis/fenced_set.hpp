@@ -64,8 +64,8 @@ public:
         if (ec)
             return self.complete(decoded_error(ec, r), 0);
         std::uint64_t largest = 0;
-        if (r.kind != reply_kind::array || r.elements.size() != 2 || r.elements[0].kind != reply_kind::string ||
-            !reply_decoding::number(r.elements[1], largest))
+        if (r.kind != reply_kind::array || r.elements.size() != 2 ||
+            r.elements[0].kind != reply_kind::string || !reply_decoding::number(r.elements[1], largest))
             return self.complete(redis::error::server_error, 0);
         if (r.elements[0].text == "written")
             return self.complete({}, largest);

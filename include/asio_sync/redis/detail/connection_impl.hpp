@@ -14,6 +14,7 @@
 #include <asio_sync/redis/detail/link_fsm.hpp>
 #include <asio_sync/redis/detail/reply_reader.hpp>
 #include <asio_sync/redis/detail/request_pipeline.hpp>
+#include <asio_sync/redis/detail/sentinel_query.hpp>
 #include <asio_sync/redis/detail/subscription_table.hpp>
 #include <asio_sync/redis/error.hpp>
 #include <asio_sync/redis/reply.hpp>
@@ -77,6 +78,12 @@ public:
         }
         if (options_.database != 0)
             select_ = format({"SELECT", std::to_string(options_.database)});
+        if (!options_.sentinels.empty())
+        {
+            unix_endpoint_.reset();
+            primary_check_ = {format({"ROLE"}), false, false, true};
+            pipeline_.requeue_read_only(true);
+        }
     }
 
     connection_impl(const connection_impl&) = delete;
@@ -211,13 +218,14 @@ private:
     struct session
     {
         explicit session(const boost::asio::any_io_executor& ex)
-            : socket(ex), resolver(ex), connect_timer(ex), health_timer(ex)
+            : socket(ex), resolver(ex), connect_timer(ex), sentinel_timer(ex), health_timer(ex)
         {
         }
 
         socket_type socket;
         boost::asio::ip::tcp::resolver resolver;
         boost::asio::steady_timer connect_timer;
+        boost::asio::steady_timer sentinel_timer; // bounds the question to one sentinel
         boost::asio::steady_timer health_timer;
         reply_reader reader;
         std::vector<char> input = std::vector<char>(16 * 1024);
@@ -239,6 +247,21 @@ private:
         link_fsm fsm;
         std::shared_ptr<session> current;
         boost::asio::steady_timer retry_timer;
+    };
+
+    // One question to a sentinel, and the replies read back.
+    struct sentinel_exchange
+    {
+        sentinel_exchange(const connection_options& options, std::size_t i, std::size_t n)
+            : query(options), index(i), tried(n)
+        {
+        }
+
+        sentinel_query query;
+        reply_reader reader;
+        std::size_t index; // the sentinel asked
+        std::size_t tried; // the sentinels asked before it in this attempt
+        bool done = false; // answered, or given up
     };
 
     static unsigned random_seed() { return std::random_device()(); }
@@ -315,17 +338,112 @@ private:
             });
         if (unix_endpoint_)
             return s->socket.async_connect(*unix_endpoint_, connected);
+        if (!options_.sentinels.empty())
+            return ask_sentinel(l, s, 0);
+        connect_to(l, s, options_.host, options_.port, connected);
+    }
+
+    // Resolves host:port and connects the session's socket to one of its addresses; `connected`
+    // hears how it went.
+    template <class Handler>
+    void connect_to(link& l, const std::shared_ptr<session>& s, const std::string& host, std::uint16_t port,
+                    Handler connected)
+    {
         s->resolver.async_resolve(
-            options_.host, std::to_string(options_.port),
+            host, std::to_string(port),
             on_session(l, s,
-                       [&l, s, connected](connection_impl& self, boost::system::error_code ec,
-                                          const boost::asio::ip::tcp::resolver::results_type& results) {
-                           if (ec)
-                               return self.perform(l, l.fsm.on_connected(false));
+                       [s, connected](connection_impl&, boost::system::error_code resolved,
+                                      const boost::asio::ip::tcp::resolver::results_type& results) {
+                           if (resolved)
+                               return connected(resolved);
                            std::vector<endpoint_type> endpoints;
                            for (const auto& entry : results)
                                endpoints.emplace_back(entry.endpoint());
-                           boost::asio::async_connect(s->socket, endpoints, connected);
+                           boost::asio::async_connect(s->socket, endpoints,
+                                                      [connected](boost::system::error_code ec,
+                                                                  const auto&) mutable { connected(ec); });
+                       }));
+    }
+
+    // With Sentinel: asks the sentinels in turn, from the one that answered last, where the
+    // primary is (on the session's socket, closed after each), and connects the session to it.
+    // Once `tried` sentinels have all failed, the attempt fails.
+    void ask_sentinel(link& l, const std::shared_ptr<session>& s, std::size_t tried)
+    {
+        const std::vector<connection_options::sentinel_address>& sentinels = options_.sentinels;
+        if (tried == sentinels.size())
+            return perform(l, l.fsm.on_connected(false));
+        const std::size_t index = (sentinel_first_ + tried) % sentinels.size();
+        auto exchange = std::make_shared<sentinel_exchange>(options_, index, tried);
+        // A sentinel that accepts and never answers (paused, overloaded) must leave time for the
+        // others and for the primary: each gets an equal share of the attempt's time.
+        s->sentinel_timer.expires_after(l.fsm.timeout() / static_cast<int>(sentinels.size() + 1));
+        s->sentinel_timer.async_wait(
+            on_session(l, s, [s, exchange](connection_impl&, boost::system::error_code ec) {
+                if (ec || exchange->done)
+                    return;
+                // The step in progress completes with operation_aborted and moves on.
+                boost::system::error_code ignored;
+                s->resolver.cancel();
+                s->socket.close(ignored);
+            }));
+        connect_to(l, s, sentinels[index].host, sentinels[index].port,
+                   on_session(l, s, [&l, s, exchange](connection_impl& self, boost::system::error_code ec) {
+                       if (ec)
+                           return self.next_sentinel(l, s, *exchange);
+                       boost::asio::async_write(
+                           s->socket, boost::asio::buffer(exchange->query.request()),
+                           self.on_session(l, s,
+                                           [&l, s, exchange](connection_impl& me,
+                                                             boost::system::error_code written, std::size_t) {
+                                               if (written)
+                                                   return me.next_sentinel(l, s, *exchange);
+                                               me.read_sentinel(l, s, exchange);
+                                           }));
+                   }));
+    }
+
+    void next_sentinel(link& l, const std::shared_ptr<session>& s, sentinel_exchange& exchange)
+    {
+        exchange.done = true;
+        boost::system::error_code ignored;
+        s->socket.close(ignored);
+        ask_sentinel(l, s, exchange.tried + 1);
+    }
+
+    void read_sentinel(link& l, const std::shared_ptr<session>& s,
+                       const std::shared_ptr<sentinel_exchange>& exchange)
+    {
+        s->socket.async_read_some(
+            boost::asio::buffer(s->input),
+            on_session(l, s,
+                       [&l, s, exchange](connection_impl& self, boost::system::error_code ec, std::size_t n) {
+                           if (ec || !exchange->reader.feed(s->input.data(), n))
+                               return self.next_sentinel(l, s, *exchange);
+                           for (;;)
+                           {
+                               reply r;
+                               const reply_reader::result read = exchange->reader.next(r);
+                               if (read == reply_reader::result::incomplete)
+                                   return self.read_sentinel(l, s, exchange);
+                               if (read == reply_reader::result::error)
+                                   return self.next_sentinel(l, s, *exchange);
+                               const sentinel_query::result answer = exchange->query.on_reply(r);
+                               if (answer == sentinel_query::result::pending)
+                                   continue;
+                               if (answer != sentinel_query::result::found)
+                                   return self.next_sentinel(l, s, *exchange);
+                               exchange->done = true;
+                               self.sentinel_first_ = exchange->index;
+                               boost::system::error_code ignored;
+                               s->socket.close(ignored);
+                               return self.connect_to(
+                                   l, s, exchange->query.host(), exchange->query.port(),
+                                   self.on_session(
+                                       l, s, [&l](connection_impl& me, boost::system::error_code connected) {
+                                           me.perform(l, l.fsm.on_connected(!connected));
+                                       }));
+                           }
                        }));
     }
 
@@ -345,6 +463,8 @@ private:
         std::vector<setup_command> setup;
         if (!credentials_.bytes.empty())
             setup.push_back(credentials_);
+        if (!primary_check_.bytes.empty())
+            setup.push_back(primary_check_);
         if (l.kind == link_kind::command)
         {
             if (!select_.empty())
@@ -397,6 +517,7 @@ private:
         s->socket.close(ignored);
         s->resolver.cancel();
         s->connect_timer.cancel();
+        s->sentinel_timer.cancel();
         s->health_timer.cancel();
         if (l.kind == link_kind::command)
             pipeline_.end_session(ec);
@@ -470,10 +591,15 @@ private:
         case reply_answer::health:
             return l.fsm.on_health_answer();
         case reply_answer::set_up:
-            // A failed set-up fails the commands queued meanwhile, with its reply.
-            if (l.kind == link_kind::command && requests.setup_error())
+            // A failed set-up fails the commands queued meanwhile, with its reply; but with
+            // Sentinel, a server that is not (or no longer) the primary only sends the link back
+            // to the sentinels, and the commands wait.
+            if (l.kind == link_kind::command && requests.setup_error() &&
+                !(primary_check_.bytes.size() && requests.setup_error() == error::read_only))
                 pipeline_.fail_queued(requests.setup_error(), requests.setup_reply());
             return perform(l, l.fsm.on_set_up(!requests.setup_error()));
+        case reply_answer::not_primary:
+            return perform(l, l.fsm.on_failure());
         case reply_answer::unexpected:
             return perform(l, l.fsm.on_failure());
         }
@@ -528,8 +654,10 @@ private:
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     connection_options options_;
     std::optional<endpoint_type> unix_endpoint_;
-    setup_command credentials_; // empty: no AUTH
-    std::string select_;        // empty: database 0
+    setup_command credentials_;      // empty: no AUTH
+    setup_command primary_check_;    // ROLE, with Sentinel; empty otherwise
+    std::string select_;             // empty: database 0
+    std::size_t sentinel_first_ = 0; // the sentinel that answered last
     std::vector<setup_command> setup_commands_;
     link command_link_;
     link subscriber_link_;

@@ -37,19 +37,33 @@ namespace asio_sync::redis::detail {
 struct setup_command
 {
     std::string bytes;
-    bool best_effort = false; // its error reply is ignored
-    bool credentials = false; // AUTH: an error reply means auth_failed
+    bool best_effort = false;   // its error reply is ignored
+    bool credentials = false;   // AUTH: an error reply means auth_failed
+    bool primary_check = false; // ROLE: a server that is not a primary fails the set-up (not_primary)
 };
 
 // What a reply answered.
 enum class reply_answer
 {
-    command,   // a caller's command (completed), or one given up (its reply dropped)
-    setup,     // a set-up command; the set-up goes on
-    set_up,    // the last set-up command: the session is set up (see setup_error)
-    health,    // a health check
-    unexpected // nothing was awaited: the stream can no longer be trusted
+    command,     // a caller's command (completed), or one given up (its reply dropped)
+    setup,       // a set-up command; the set-up goes on
+    set_up,      // the last set-up command: the session is set up (see setup_error)
+    health,      // a health check
+    not_primary, // a caller's command refused with READONLY, put back at the head of the queue
+    unexpected   // nothing was awaited: the stream can no longer be trusted
 };
+
+// Whether `r` says that the server is a primary: ROLE's reply starts with "master".
+inline bool is_primary_role(const reply& r) noexcept
+{
+    return r.kind == reply_kind::array && !r.elements.empty() && r.elements[0].kind == reply_kind::string &&
+           r.elements[0].text == "master";
+}
+
+inline bool is_read_only_error(const reply& r) noexcept
+{
+    return r.kind == reply_kind::error && std::string_view(r.text).substr(0, 9) == "READONLY ";
+}
 
 // What a reply means for the command it answers: an error reply is a server error, or an
 // authentication failure when it says that credentials are missing or wrong.
@@ -149,9 +163,10 @@ public:
     // commands written after it.
     std::string add_setup(const setup_command& command)
     {
-        pending_.push_back({command.credentials   ? awaited::credentials
-                            : command.best_effort ? awaited::best_effort_setup
-                                                  : awaited::setup,
+        pending_.push_back({command.credentials     ? awaited::credentials
+                            : command.primary_check ? awaited::primary_check
+                            : command.best_effort   ? awaited::best_effort_setup
+                                                    : awaited::setup,
                             nullptr});
         ++setup_left_;
         return command.bytes;
@@ -160,6 +175,7 @@ public:
     bool setting_up() const noexcept { return setup_left_ > 0; }
 
     // The first set-up command that failed, and its reply; no error once they all succeeded.
+    // A primary check that found another role fails it with error::read_only.
     boost::system::error_code setup_error() const noexcept { return setup_error_; }
     const reply& setup_reply() const noexcept { return setup_reply_; }
 
@@ -171,7 +187,8 @@ public:
         {
             pending_.push_back({awaited::command, op});
             bytes += op->command().bytes();
-            op->command().release();
+            if (!requeue_read_only_) // else kept, to be written again after a READONLY
+                op->command().release();
         }
         queued_.clear();
         return bytes;
@@ -194,6 +211,13 @@ public:
         switch (p.what)
         {
         case awaited::command:
+            if (requeue_read_only_ && is_read_only_error(r))
+            {
+                // Not run: it waits for the primary, ahead of the commands queued after it.
+                if (p.op)
+                    queued_.push_front(p.op);
+                return reply_answer::not_primary;
+            }
             if (p.op)
             {
                 const boost::system::error_code ec = reply_error(r);
@@ -205,7 +229,12 @@ public:
         default:
             break;
         }
-        if (r.kind == reply_kind::error && !setup_error_ && p.what != awaited::best_effort_setup)
+        if (p.what == awaited::primary_check && !setup_error_ && !is_primary_role(r))
+        {
+            setup_error_ = r.kind == reply_kind::error ? reply_error(r) : error::read_only;
+            setup_reply_ = std::move(r);
+        }
+        else if (r.kind == reply_kind::error && !setup_error_ && p.what != awaited::best_effort_setup)
         {
             setup_error_ = p.what == awaited::credentials ? error::auth_failed : reply_error(r);
             setup_reply_ = std::move(r);
@@ -244,6 +273,10 @@ public:
 
     bool has_queued() const noexcept { return !queued_.empty(); }
 
+    // With Sentinel: a caller's command refused with READONLY did not run, and is put back at the
+    // head of the queue (on_reply answers not_primary) instead of completing with the error.
+    void requeue_read_only(bool on) noexcept { requeue_read_only_ = on; }
+
     static constexpr std::string_view ping_bytes = "*1\r\n$4\r\nPING\r\n";
 
 private:
@@ -251,6 +284,7 @@ private:
     {
         command, // a caller's command; `op` is null once it was given up (its reply is dropped)
         credentials,
+        primary_check,
         setup,
         best_effort_setup,
         health,
@@ -268,6 +302,7 @@ private:
     boost::system::error_code setup_error_;
     reply setup_reply_;
     bool closed_ = false;
+    bool requeue_read_only_ = false;
 };
 
 } // namespace asio_sync::redis::detail

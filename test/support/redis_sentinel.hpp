@@ -1,0 +1,167 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#ifndef ASIO_SYNC_TEST_SUPPORT_REDIS_SENTINEL_HPP
+#define ASIO_SYNC_TEST_SUPPORT_REDIS_SENTINEL_HPP
+
+// A Redis Sentinel set-up of real processes on loopback: a primary, replicas of it, and sentinels
+// that watch it under one name and promote a replica when it fails (quorum 2, a primary is down
+// after 500 ms without an answer). Started and stopped by the test; a failed start throws.
+
+#include "redis_server.hpp"
+
+#include <asio_sync/redis/connection_options.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace asio_sync::test {
+
+class redis_sentinel_set
+{
+public:
+    static constexpr const char* name = "primary";
+
+    // `replicas` replicas of the primary, and `sentinels` sentinels (at least 3 for a quorum of 2
+    // that survives one of them).
+    explicit redis_sentinel_set(std::size_t replicas = 2, std::size_t sentinels = 3)
+    {
+        servers_.push_back(std::make_unique<redis_server>());
+        const std::string primary_port = std::to_string(servers_[0]->port());
+        for (std::size_t i = 0; i < replicas; ++i)
+        {
+            redis_server::options o;
+            o.extra_args = {"--replicaof", "127.0.0.1", primary_port};
+            servers_.push_back(std::make_unique<redis_server>(o));
+        }
+        const std::string config = std::string("sentinel monitor ") + name + " 127.0.0.1 " + primary_port +
+                                   " 2\nsentinel down-after-milliseconds " + name +
+                                   " 500\nsentinel failover-timeout " + name +
+                                   " 4000\nsentinel parallel-syncs " + name + " 2\n";
+        for (std::size_t i = 0; i < sentinels; ++i)
+        {
+            redis_server::options o;
+            o.sentinel_config = config;
+            sentinels_.push_back(std::make_unique<redis_server>(o));
+        }
+        // Ready once every replica is in sync and every sentinel knows the replicas and the other
+        // sentinels: only then can a failover happen.
+        wait_for("the replicas to sync and the sentinels to meet", [&] {
+            for (std::size_t i = 1; i < servers_.size(); ++i)
+                if (servers_[i]->command({"INFO", "replication"}).find("master_link_status:up") ==
+                    std::string::npos)
+                    return false;
+            for (const auto& s : sentinels_)
+            {
+                const std::string known = s->command({"SENTINEL", "MASTER", name});
+                if (count_of(known, "num-slaves") != replicas ||
+                    count_of(known, "num-other-sentinels") != sentinels - 1)
+                    return false;
+            }
+            return true;
+        });
+    }
+
+    redis_sentinel_set(const redis_sentinel_set&) = delete;
+    redis_sentinel_set& operator=(const redis_sentinel_set&) = delete;
+
+    // Connection options that find the primary through the sentinels.
+    redis::connection_options options() const
+    {
+        using namespace std::chrono_literals;
+        redis::connection_options o;
+        for (const auto& s : sentinels_)
+            o.sentinels.push_back({"127.0.0.1", s->port()});
+        o.master_name = name;
+        o.reconnect_delay_min = 1ms;
+        o.reconnect_delay_max = 50ms;
+        o.health_check_interval = 200ms;
+        o.connect_timeout = 2000ms;
+        return o;
+    }
+
+    // The servers: [0] the first primary, then the replicas.
+    redis_server& server(std::size_t i) { return *servers_.at(i); }
+    std::size_t servers() const noexcept { return servers_.size(); }
+    redis_server& sentinel(std::size_t i) { return *sentinels_.at(i); }
+
+    // The port of the primary the first sentinel that answers names.
+    std::uint16_t primary_port() const
+    {
+        for (const auto& s : sentinels_)
+        {
+            if (!s->running())
+                continue;
+            const std::string addr = s->command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", name});
+            const std::size_t newline = addr.find('\n');
+            if (newline != std::string::npos)
+                return static_cast<std::uint16_t>(std::stoi(addr.substr(newline + 1)));
+        }
+        throw std::runtime_error("redis_sentinel_set: no sentinel names a primary");
+    }
+
+    // The index of the server on `port`.
+    std::size_t index_of(std::uint16_t port) const
+    {
+        for (std::size_t i = 0; i < servers_.size(); ++i)
+            if (servers_[i]->port() == port)
+                return i;
+        throw std::runtime_error("redis_sentinel_set: no server on that port");
+    }
+
+    // Waits until every running sentinel names a primary other than the one on `old_port`, and
+    // that server answers ROLE as a primary.
+    void wait_for_failover_from(std::uint16_t old_port)
+    {
+        wait_for("a failover", [&] {
+            for (const auto& s : sentinels_)
+            {
+                if (!s->running())
+                    continue;
+                const std::string addr = s->command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", name});
+                if (addr.find('\n') == std::string::npos ||
+                    std::stoi(addr.substr(addr.find('\n') + 1)) == static_cast<int>(old_port))
+                    return false;
+            }
+            const redis_server& promoted = *servers_[index_of(primary_port())];
+            return promoted.command({"ROLE"}).rfind("master", 0) == 0;
+        });
+    }
+
+private:
+    // The value after `field` in SENTINEL MASTER's flat list of fields and values.
+    static std::size_t count_of(const std::string& fields, const std::string& field)
+    {
+        const std::size_t at = fields.find(field + "\n");
+        if (at == std::string::npos)
+            return 0;
+        return static_cast<std::size_t>(std::stoul(fields.substr(at + field.size() + 1)));
+    }
+
+    template <class Predicate>
+    static void wait_for(const char* what, Predicate ready)
+    {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!ready())
+        {
+            if (std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error(std::string("redis_sentinel_set: timed out waiting for ") + what);
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+
+    std::vector<std::unique_ptr<redis_server>> servers_;
+    std::vector<std::unique_ptr<redis_server>> sentinels_;
+};
+
+} // namespace asio_sync::test
+
+#endif // ASIO_SYNC_TEST_SUPPORT_REDIS_SENTINEL_HPP
