@@ -177,7 +177,7 @@ struct fixture
 
 struct append_only_fixture : fixture
 {
-    append_only_fixture() : fixture(redis_server::options{true, {}, {}}) {}
+    append_only_fixture() : fixture(redis_server::options{true, {}, {}, {}}) {}
 };
 
 } // namespace

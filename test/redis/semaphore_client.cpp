@@ -211,7 +211,7 @@ struct client_fixture
 
     void message(const std::string& text, const std::vector<std::string>& expected)
     {
-        step([&](client_actions& out) { client.on_message(text, out); }, expected);
+        step([&](client_actions& out) { client.on_message(text, now, out); }, expected);
     }
 
     // An acquire of n checked and sent: the first of the client (serial 1) checks the server.
@@ -448,6 +448,16 @@ const scenario scenarios[] = {
          f.sent(1, 1);
          f.message("p:1 7 1", {"grant #1 p:1 n=1 fence=7"});
          f.answer(1, granted(7, 1, lease), {});
+     }},
+    {"with durable grants a published grant renews the waiter, whose confirmed renewal grants it",
+     [](client_fixture& f) {
+         f.client = semaphore_client(client_options{2, lease, margin, "p", true});
+         f.sent(1, 1);
+         f.message("p:1 7 1", {}); // in flight: its own reply will say
+         f.answer(1, queued(1, lease), {"watch"});
+         f.message("p:1 7 1", {"renew #1 p:1 fence=0"});
+         f.renewed("p:1", granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
+         f.message("p:1 7 1", {}); // granted already
      }},
     {"messages for other ids or malformed are ignored",
      [](client_fixture& f) {

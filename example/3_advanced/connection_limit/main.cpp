@@ -68,6 +68,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -102,6 +103,10 @@ struct options
     milliseconds duration = 3000ms;
     std::string redis_host; // empty: the permits are local to this process
     std::uint16_t redis_port = 0;
+    std::string redis_spec;  // as given to --redis
+    std::string master_name; // with sentinels: the name they watch the primary by
+    std::vector<std::pair<std::string, std::uint16_t>> sentinels;
+    unsigned durable_replicas = 0;
     std::string name = "connection_limit";
     milliseconds lease = 2000ms;
     std::string log_path;
@@ -109,7 +114,8 @@ struct options
 
 constexpr const char usage[] =
     "usage: connection_limit [--k N] [--clients N] [--duration SECONDS]\n"
-    "                        [--redis HOST:PORT [--name NAME] [--lease MS] [--log FILE]] [--help]\n"
+    "                        [--redis HOST:PORT|MASTER@SENTINEL,... [--name NAME] [--lease MS]\n"
+    "                         [--durable N] [--log FILE]] [--help]\n"
     "\n"
     "Runs a TCP server on 127.0.0.1 that accepts every connection but serves at most K at once,\n"
     "and a crowd of loopback clients against it, some of which lose patience while queued. After\n"
@@ -119,9 +125,11 @@ constexpr const char usage[] =
     "  --clients N         clients in the crowd, 1 to 400 (default 64)\n"
     "  --duration SECONDS  how long the server runs before shutting down (default 3)\n"
     "  --redis HOST:PORT   take the K permits from a semaphore in this Redis server, shared by\n"
-    "                      every process that uses the same name there\n"
+    "                      every process that uses the same name there; MASTER@HOST:PORT,HOST:PORT\n"
+    "                      finds the primary named MASTER through these Redis Sentinels\n"
     "  --name NAME         the semaphore's name in Redis (default connection_limit)\n"
     "  --lease MS          the lease of a fleet permit, in milliseconds (default 2000)\n"
+    "  --durable N         grant a fleet permit only once N replicas have it (default 0)\n"
     "  --log FILE          write one line per fleet permit held: the steady-clock nanoseconds of\n"
     "                      its grant and of its end, the nanoseconds waited, its fencing token\n"
     "  --help              show this text\n";
@@ -148,7 +156,7 @@ std::optional<milliseconds> parse_seconds(const char* text)
 
 bool is_fleet_option(std::string_view arg)
 {
-    return arg == "--redis" || arg == "--name" || arg == "--lease" || arg == "--log";
+    return arg == "--redis" || arg == "--name" || arg == "--lease" || arg == "--durable" || arg == "--log";
 }
 
 // Parses one of the options of is_fleet_option into `result`; false if `value` is bad.
@@ -156,17 +164,41 @@ bool parse_fleet_option(std::string_view arg, std::string_view value, options& r
 {
     if (arg == "--redis")
     {
-        // HOST:PORT, or [IPv6]:PORT
-        const std::size_t colon = value.rfind(':');
-        if (colon == std::string_view::npos || colon == 0)
-            return false;
-        std::string_view host = value.substr(0, colon);
-        if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-            host = host.substr(1, host.size() - 2);
-        const auto port = parse_count(std::string(value.substr(colon + 1)).c_str(), 1, 65535);
-        result.redis_host = host;
-        result.redis_port = static_cast<std::uint16_t>(port.value_or(0));
-        return port.has_value();
+        // HOST:PORT, or [IPv6]:PORT; or MASTER@ followed by sentinels, each HOST:PORT, comma-separated
+        const auto address = [](std::string_view text, std::string& host, std::uint16_t& port) {
+            const std::size_t colon = text.rfind(':');
+            if (colon == std::string_view::npos || colon == 0)
+                return false;
+            std::string_view name = text.substr(0, colon);
+            if (name.size() > 2 && name.front() == '[' && name.back() == ']')
+                name = name.substr(1, name.size() - 2);
+            const auto number = parse_count(std::string(text.substr(colon + 1)).c_str(), 1, 65535);
+            host = name;
+            port = static_cast<std::uint16_t>(number.value_or(0));
+            return number.has_value();
+        };
+        result.redis_spec = value;
+        const std::size_t at = value.find('@');
+        if (at == std::string_view::npos)
+            return address(value, result.redis_host, result.redis_port);
+        result.master_name = value.substr(0, at);
+        result.redis_host = "sentinel";
+        for (std::string_view rest = value.substr(at + 1); !rest.empty();)
+        {
+            const std::size_t comma = rest.find(',');
+            std::pair<std::string, std::uint16_t> sentinel;
+            if (!address(rest.substr(0, comma), sentinel.first, sentinel.second))
+                return false;
+            result.sentinels.push_back(sentinel);
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        }
+        return !result.master_name.empty() && !result.sentinels.empty();
+    }
+    if (arg == "--durable")
+    {
+        const auto replicas = parse_count(std::string(value).c_str(), 0, 100);
+        result.durable_replicas = static_cast<unsigned>(replicas.value_or(0));
+        return replicas.has_value();
     }
     if (arg == "--name")
     {
@@ -410,7 +442,7 @@ class fleet_limit
 public:
     fleet_limit(const options& opts, asio::io_context::executor_type sessions_executor)
         : sessions_executor_(sessions_executor), connection_(redis_ctx_, connection_options_for(opts)),
-          semaphore_(std::in_place, connection_, opts.name, opts.k, opts.lease),
+          semaphore_(std::in_place, connection_, opts.name, opts.k, semaphore_options_for(opts)),
           thread_([this] { redis_ctx_.run(); })
     {
     }
@@ -465,6 +497,17 @@ private:
         asio_sync::redis::connection_options result;
         result.host = opts.redis_host;
         result.port = opts.redis_port;
+        for (const auto& [host, port] : opts.sentinels)
+            result.sentinels.push_back({host, port});
+        result.master_name = opts.master_name;
+        return result;
+    }
+
+    static asio_sync::redis::semaphore_options semaphore_options_for(const options& opts)
+    {
+        asio_sync::redis::semaphore_options result;
+        result.lease_duration = opts.lease;
+        result.durable_replicas = opts.durable_replicas;
         return result;
     }
 
@@ -810,9 +853,9 @@ int main(int argc, char** argv)
     {
         fleet = &fleet_storage.emplace(opts, ctx.get_executor());
         std::printf(
-            "connection_limit: the K permits are the semaphore '%s' in Redis at %s:%u, lease %lld ms\n",
-            opts.name.c_str(), opts.redis_host.c_str(), static_cast<unsigned>(opts.redis_port),
-            static_cast<long long>(opts.lease.count()));
+            "connection_limit: the K permits are the semaphore '%s' in Redis at %s, lease %lld ms%s\n",
+            opts.name.c_str(), opts.redis_spec.c_str(), static_cast<long long>(opts.lease.count()),
+            opts.durable_replicas ? ", durable" : "");
     }
 #endif
 

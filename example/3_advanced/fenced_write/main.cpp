@@ -23,6 +23,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -42,8 +43,10 @@ using std::chrono::milliseconds;
 constexpr auto as_result = asio::as_tuple(asio::use_awaitable);
 
 constexpr const char* usage =
-    "usage: fenced_write --redis HOST:PORT --name NAME --key KEY [--value TEXT] [--lease MS] [--pause]\n"
-    "  --redis HOST:PORT  the Redis server\n"
+    "usage: fenced_write --redis HOST:PORT|MASTER@SENTINEL,... --name NAME --key KEY [--value TEXT]\n"
+    "                    [--lease MS] [--pause]\n"
+    "  --redis HOST:PORT  the Redis server; MASTER@HOST:PORT,HOST:PORT: the primary named MASTER,\n"
+    "                     found through these Redis Sentinels\n"
     "  --name NAME        the fleet-wide semaphore (capacity 1) whose permit guards the resource\n"
     "  --key KEY          the resource: the value goes to {KEY}:value, its fence to {KEY}:fence\n"
     "  --value TEXT       what to write (default: the process id)\n"
@@ -52,8 +55,7 @@ constexpr const char* usage =
 
 struct options
 {
-    std::string host;
-    std::uint16_t port = 0;
+    redis::connection_options link;
     std::string name;
     std::string key;
     std::string value = std::to_string(static_cast<long long>(::getpid()));
@@ -63,6 +65,7 @@ struct options
 
 bool parse(int argc, char** argv, options& out)
 {
+    bool seen_redis = false;
     for (int i = 1; i < argc; ++i)
     {
         const std::string_view arg = argv[i];
@@ -76,14 +79,36 @@ bool parse(int argc, char** argv, options& out)
         const std::string value = argv[++i];
         if (arg == "--redis")
         {
-            const std::size_t colon = value.rfind(':');
-            if (colon == std::string::npos || colon == 0)
+            seen_redis = true;
+            const auto address = [](const std::string& text, std::string& host, std::uint16_t& port) {
+                const std::size_t colon = text.rfind(':');
+                const long number =
+                    colon == std::string::npos ? 0 : std::strtol(text.c_str() + colon + 1, nullptr, 10);
+                if (colon == 0 || number < 1 || number > 65535)
+                    return false;
+                host = text.substr(0, colon);
+                port = static_cast<std::uint16_t>(number);
+                return true;
+            };
+            const std::size_t at = value.find('@');
+            if (at == std::string::npos)
+            {
+                if (!address(value, out.link.host, out.link.port))
+                    return false;
+                continue;
+            }
+            out.link.master_name = value.substr(0, at);
+            for (std::size_t from = at + 1; from <= value.size();)
+            {
+                const std::size_t comma = std::min(value.find(',', from), value.size());
+                redis::connection_options::sentinel_address sentinel;
+                if (!address(value.substr(from, comma - from), sentinel.host, sentinel.port))
+                    return false;
+                out.link.sentinels.push_back(sentinel);
+                from = comma + 1;
+            }
+            if (out.link.master_name.empty())
                 return false;
-            const long port = std::strtol(value.c_str() + colon + 1, nullptr, 10);
-            if (port < 1 || port > 65535)
-                return false;
-            out.host = value.substr(0, colon);
-            out.port = static_cast<std::uint16_t>(port);
         }
         else if (arg == "--name")
             out.name = value;
@@ -101,7 +126,8 @@ bool parse(int argc, char** argv, options& out)
         else
             return false;
     }
-    return out.port != 0 && !out.name.empty() && !out.key.empty();
+    const bool linked = !out.link.sentinels.empty() || seen_redis;
+    return linked && !out.name.empty() && !out.key.empty();
 }
 
 long long ms_of(std::chrono::steady_clock::duration d)
@@ -133,7 +159,8 @@ asio::awaitable<int> fenced_write(redis::connection& conn, const options& opts)
     }
     const std::string value_key = "{" + opts.key + "}:value";
     const std::string fence_key = "{" + opts.key + "}:fence";
-    auto [wrote, largest] = co_await redis::async_fenced_set(conn, value_key, fence_key, fence, opts.value, as_result);
+    auto [wrote, largest] =
+        co_await redis::async_fenced_set(conn, value_key, fence_key, fence, opts.value, as_result);
     int status = 0;
     if (!wrote)
         std::printf("written with fence %llu\n", static_cast<unsigned long long>(fence));
@@ -165,10 +192,7 @@ int main(int argc, char** argv)
         return 2;
     }
     asio::io_context io;
-    redis::connection_options link;
-    link.host = opts.host;
-    link.port = opts.port;
-    redis::connection conn(io, link);
+    redis::connection conn(io, opts.link);
     int status = 1;
     asio::co_spawn(io, fenced_write(conn, opts), [&](std::exception_ptr e, int result) {
         status = e ? 1 : result;

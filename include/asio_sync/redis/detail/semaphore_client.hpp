@@ -65,6 +65,7 @@ struct client_options
     std::chrono::milliseconds lease{0};
     std::chrono::milliseconds safety_margin{0};
     std::string id_prefix; // unique across the fleet
+    bool durable = false;  // grants are confirmed by the replicas: a published grant is only a hint
 };
 
 // One thing for the engine to do.
@@ -310,8 +311,9 @@ public:
     }
 
     // A grant published on the semaphore's channel: "<id> <fence> <n>" (fence and n are the last
-    // two words, whatever the id holds). A hint for the waiter of that id, if it is ours.
-    void on_message(std::string_view message, client_actions& out)
+    // two words, whatever the id holds). A hint for the waiter of that id, if it is ours. With
+    // durable grants the waiter is renewed at once instead: the renewal's confirmed reply grants it.
+    void on_message(std::string_view message, clock::time_point now, client_actions& out)
     {
         const std::size_t n_at = message.rfind(' ');
         if (n_at == std::string_view::npos || n_at == 0)
@@ -330,6 +332,13 @@ public:
         if (serial == serial_of_.end())
             return;
         waiter& w = waiters_.at(serial->second);
+        if (options_.durable)
+        {
+            // An acquire in flight hears it from its own confirmed reply.
+            if (w.at == phase::queued)
+                out.push_back(client_action::send_renew(serial->second, w.id, 0, now));
+            return;
+        }
         // Its lease is the waiter lease that its last deadline-setting call set.
         if (w.at == phase::in_flight || w.at == phase::queued)
             grant(serial->second, w, fence, w.lease_end, out);

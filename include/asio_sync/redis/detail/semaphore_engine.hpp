@@ -62,9 +62,11 @@ public:
     using clock = std::chrono::steady_clock;
 
     semaphore_engine(connection_type& connection, std::string_view name, std::size_t capacity,
-                     std::chrono::milliseconds lease, std::chrono::milliseconds safety_margin)
-        : connection_(connection), link_(access::shared_impl(connection)), executor_(connection.get_executor()),
-          script_(name), client_(client_options{capacity, lease, safety_margin, random_prefix()}),
+                     std::chrono::milliseconds lease, std::chrono::milliseconds safety_margin,
+                     unsigned durable_replicas = 0)
+        : connection_(connection), link_(access::shared_impl(connection)),
+          executor_(connection.get_executor()), script_(name), durable_replicas_(durable_replicas),
+          client_(client_options{capacity, lease, safety_margin, random_prefix(), durable_replicas != 0}),
           timer_(executor_)
     {
     }
@@ -84,7 +86,8 @@ public:
             script_.channel(),
             [weak](std::string message) {
                 if (const auto self = weak.lock())
-                    self->run([&](client_actions& out) { self->client_.on_message(message, out); });
+                    self->run(
+                        [&](client_actions& out) { self->client_.on_message(message, clock::now(), out); });
             },
             [weak] {
                 if (const auto self = weak.lock())
@@ -132,8 +135,7 @@ public:
     {
         grant_type grant;
         grant.engine = this->shared_from_this();
-        core::start_acquire<remote_acquire_op>(*this, std::move(handler), executor_, n,
-                                               grant, mode, timeout);
+        core::start_acquire<remote_acquire_op>(*this, std::move(handler), executor_, n, grant, mode, timeout);
     }
 
     // ---- the engine concept of start_acquire.hpp. Nothing is decided without Redis but n == 0.
@@ -402,7 +404,7 @@ private:
 
     void send_acquire(const client_action& a)
     {
-        execute(
+        execute_durable(
             script_.acquire(a.id, a.n, client_.options().capacity, client_.options().lease, a.mode),
             [self = this->shared_from_this(), serial = a.serial, id = a.id,
              sent_at = a.sent_at](boost::system::error_code ec, const reply& r) {
@@ -415,18 +417,75 @@ private:
 
     void send_renew(const client_action& a)
     {
-        execute(script_.renew(a.id, client_.options().lease, a.fence),
-                                  [self = this->shared_from_this(), serial = a.serial, id = a.id,
-                                   sent_at = a.sent_at](boost::system::error_code ec, const reply& r) {
-                                      const semaphore_reply decoded = decode_semaphore_reply(ec, r);
-                                      self->run([&](client_actions& out) {
-                                          if (serial != 0)
-                                              self->client_.on_waiter_renewed(serial, id, sent_at, decoded,
-                                                                              clock::now(), out);
-                                          else
-                                              self->client_.on_holder_renewed(id, sent_at, decoded, out);
-                                      });
-                                  });
+        execute_durable(script_.renew(a.id, client_.options().lease, a.fence),
+                        [self = this->shared_from_this(), serial = a.serial, id = a.id,
+                         sent_at = a.sent_at](boost::system::error_code ec, const reply& r) {
+                            const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+                            self->run([&](client_actions& out) {
+                                if (serial != 0)
+                                    self->client_.on_waiter_renewed(serial, id, sent_at, decoded,
+                                                                    clock::now(), out);
+                                else
+                                    self->client_.on_holder_renewed(id, sent_at, decoded, out);
+                            });
+                        });
+    }
+
+    // A call whose writes must reach `durable_replicas_` replicas before its reply counts: it is
+    // followed by WAIT on the same link (which covers every earlier write of the link, so also a
+    // grant that another process's call made before this renewal), and its reply is handed on
+    // only if WAIT confirms enough replicas. Otherwise the handler hears connection_lost: its
+    // outcome is unknown, and the call is sent again under the same id. An error reply needs no
+    // confirmation. Without durable grants, a plain call.
+    template <class Handler>
+    void execute_durable(const std::vector<std::string>& args, Handler handler)
+    {
+        if (durable_replicas_ == 0)
+            return execute(args, std::move(handler));
+        // The two completions may run on two threads of the executor: the second to arrive
+        // decides.
+        struct confirmation
+        {
+            confirmation(Handler h, unsigned n) : handler(std::move(h)), wanted(n) {}
+
+            void arrived(boost::system::error_code call_ec, reply* call_reply,
+                         boost::system::error_code wait_ec, const reply* acks)
+            {
+                {
+                    const std::lock_guard<std::mutex> lock(mutex);
+                    if (call_reply)
+                    {
+                        ec = call_ec;
+                        r = std::move(*call_reply);
+                    }
+                    else
+                        confirmed = !wait_ec && acks->kind == reply_kind::integer &&
+                                    acks->integer >= static_cast<std::int64_t>(wanted);
+                    if (++count != 2)
+                        return;
+                }
+                if (ec == redis::error::server_error || (confirmed && !ec))
+                    return handler(ec, r);
+                handler(redis::error::connection_lost, reply());
+            }
+
+            std::mutex mutex;
+            Handler handler;
+            unsigned wanted;
+            int count = 0;
+            boost::system::error_code ec;
+            reply r;
+            bool confirmed = false;
+        };
+        auto state = std::make_shared<confirmation>(std::move(handler), durable_replicas_);
+        execute(args,
+                [state](boost::system::error_code ec, reply r) { state->arrived(ec, &r, {}, nullptr); });
+        const auto wait_ms =
+            std::max<std::chrono::milliseconds::rep>(client_.options().lease.count() / 10, 1);
+        execute({"WAIT", std::to_string(durable_replicas_), std::to_string(wait_ms)},
+                [state](boost::system::error_code ec, const reply& acks) {
+                    state->arrived({}, nullptr, ec, &acks);
+                });
     }
 
     // Sends a command, as the connection's async_execute does. Once the connection's
@@ -437,14 +496,16 @@ private:
     void execute(const Args& args, Handler&& handler)
     {
         if (const std::shared_ptr<connection_impl> impl = link_.lock())
-            start_command(impl, executor_, std::forward<Handler>(handler), formatted_command::format_for_pipeline(args));
+            start_command(impl, executor_, std::forward<Handler>(handler),
+                          formatted_command::format_for_pipeline(args));
     }
 
     template <class Handler>
     void execute(std::initializer_list<std::string_view> args, Handler&& handler)
     {
         if (const std::shared_ptr<connection_impl> impl = link_.lock())
-            start_command(impl, executor_, std::forward<Handler>(handler), formatted_command::format_for_pipeline(args));
+            start_command(impl, executor_, std::forward<Handler>(handler),
+                          formatted_command::format_for_pipeline(args));
     }
 
     // Sends a release; `op` (if any) completes on its outcome. Sent again after connection_lost,
@@ -453,8 +514,7 @@ private:
     {
         auto command = script_.release(call.id, call.fence);
         execute(command, [self = this->shared_from_this(), call = std::move(call),
-                                            op = std::move(op)](boost::system::error_code ec,
-                                                                const reply& r) mutable {
+                          op = std::move(op)](boost::system::error_code ec, const reply& r) mutable {
             const release_step step = semaphore_client::on_release_reply(call, decode_semaphore_reply(ec, r));
             if (step.what == release_step::type::done)
             {
@@ -470,18 +530,17 @@ private:
 
     void send_watch()
     {
-        execute(
-            script_.watch(), [self = this->shared_from_this()](boost::system::error_code ec, const reply& r) {
-                const semaphore_reply decoded = decode_semaphore_reply(ec, r);
-                self->run([&](client_actions&) { self->client_.on_watch_reply(decoded, clock::now()); });
-            });
+        execute(script_.watch(),
+                [self = this->shared_from_this()](boost::system::error_code ec, const reply& r) {
+                    const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+                    self->run([&](client_actions&) { self->client_.on_watch_reply(decoded, clock::now()); });
+                });
     }
 
     void send_check()
     {
         execute({"CONFIG", "GET", "maxmemory*"}, [self = this->shared_from_this()](
-                                                                       boost::system::error_code ec,
-                                                                       const reply& r) {
+                                                     boost::system::error_code ec, const reply& r) {
             const server_check result = ec == redis::error::connection_lost ? server_check::unanswered
                                         : may_evict(r)                      ? server_check::evicts
                                                                             : server_check::passed;
@@ -492,16 +551,15 @@ private:
     // FUNCTION LOAD; the acquire `serial`, if any, hears how it went.
     void load_library(std::uint64_t serial)
     {
-        execute(
-            semaphore_script::load_command(),
-            [self = this->shared_from_this(), serial](boost::system::error_code ec, const reply& r) {
-                if (serial == 0)
-                    return;
-                const semaphore_reply decoded = decode_semaphore_reply(ec, r);
-                self->run([&](client_actions& out) {
-                    self->client_.on_library_loaded(serial, decoded, clock::now(), out);
+        execute(semaphore_script::load_command(),
+                [self = this->shared_from_this(), serial](boost::system::error_code ec, const reply& r) {
+                    if (serial == 0)
+                        return;
+                    const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+                    self->run([&](client_actions& out) {
+                        self->client_.on_library_loaded(serial, decoded, clock::now(), out);
+                    });
                 });
-            });
     }
 
     void retry_later(std::uint64_t serial, std::chrono::milliseconds delay)
@@ -519,6 +577,7 @@ private:
     std::weak_ptr<connection_impl> link_;
     Executor executor_;
     const semaphore_script script_;
+    const unsigned durable_replicas_; // 0: grants acknowledged by the primary alone
     typename connection_type::subscription_id subscription_{};
     std::uint64_t listener_ = 0;
     std::atomic<bool> closed_{false}; // close() was called: what an acquire of 0 reads without the mutex

@@ -123,7 +123,7 @@ basic_semaphore<Executor>::basic_semaphore(connection_type& conn, std::string na
       engine_(std::make_shared<engine_type>(
           conn, name, capacity,
           detail::checked_lease(options.lease_duration, min_lease_duration, max_lease_duration),
-          detail::checked_margin(options)))
+          detail::checked_margin(options), options.durable_replicas))
 {
     engine_->start();
 }
