@@ -359,9 +359,9 @@ private:
                            std::vector<endpoint_type> endpoints;
                            for (const auto& entry : results)
                                endpoints.emplace_back(entry.endpoint());
-                           boost::asio::async_connect(s->socket, endpoints,
-                                                      [connected](boost::system::error_code ec,
-                                                                  const auto&) mutable { connected(ec); });
+                           boost::asio::async_connect(
+                               s->socket, endpoints,
+                               [connected](boost::system::error_code ec, const auto&) { connected(ec); });
                        }));
     }
 
@@ -595,11 +595,10 @@ private:
             // Sentinel, a server that is not (or no longer) the primary only sends the link back
             // to the sentinels, and the commands wait.
             if (l.kind == link_kind::command && requests.setup_error() &&
-                !(primary_check_.bytes.size() && requests.setup_error() == error::read_only))
+                !(!primary_check_.bytes.empty() && requests.setup_error() == error::read_only))
                 pipeline_.fail_queued(requests.setup_error(), requests.setup_reply());
             return perform(l, l.fsm.on_set_up(!requests.setup_error()));
-        case reply_answer::not_primary:
-            return perform(l, l.fsm.on_failure());
+        case reply_answer::not_primary: // back to the sentinels
         case reply_answer::unexpected:
             return perform(l, l.fsm.on_failure());
         }
