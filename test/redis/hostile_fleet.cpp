@@ -371,6 +371,29 @@ BOOST_AUTO_TEST_CASE(a_durable_try_without_room_completes_with_too_few_replicas)
     durable.close();
 }
 
+// ---- fenced writes: bad input
+
+// The value key and the fence key are one key: the write would store the fence over the value and
+// report it written. Refused with invalid_argument, nothing changed.
+BOOST_AUTO_TEST_CASE(a_fenced_write_whose_value_key_is_its_fence_key_is_refused)
+{
+    redis_server server;
+    context ctx;
+    redis::connection conn(ctx.io, options_for(server.port()));
+    const auto write = [&](const char* k, const char* f, std::uint64_t fence, const char* value) {
+        auto done = redis::async_fenced_set(
+            conn, k, f, fence, value,
+            asio::use_future([](boost::system::error_code ec, std::uint64_t) { return ec; }));
+        return wait(done);
+    };
+    BOOST_TEST((write("{r}:same", "{r}:same", 7, "value") == redis::error::invalid_argument));
+    BOOST_TEST(server.command({"EXISTS", "{r}:same"}) == "0");
+    server.command({"SET", "{r}:same", "5"}); // looks like a fence
+    BOOST_TEST((write("{r}:same", "{r}:same", 7, "value") == redis::error::invalid_argument));
+    BOOST_TEST(server.command({"GET", "{r}:same"}) == "5");
+    conn.close();
+}
+
 // ---- Sentinel: a sentinel that names no usable primary
 
 // The sentinel answers, in turn, that it knows no such primary, an error, bytes that are not RESP,
