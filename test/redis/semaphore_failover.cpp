@@ -20,6 +20,7 @@
 #include "support/redis_client.hpp"
 #include "support/redis_sentinel.hpp"
 #include "support/redis_server.hpp"
+#include "support/semaphore_timeline.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -49,6 +50,7 @@ namespace {
 
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
+using asio_sync::test::hold;
 using asio_sync::test::redis_sentinel_set;
 using asio_sync::test::wait;
 using clock_type = std::chrono::steady_clock;
@@ -58,15 +60,6 @@ constexpr auto as_result = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t capacity = 3;
 constexpr std::size_t links = 3;
 constexpr std::size_t workers_per_link = 8;
-
-// One hold of a permit: from its grant until its release started or its loss was reported.
-struct hold
-{
-    clock_type::time_point granted;
-    clock_type::time_point ended;
-    std::uint64_t fence = 0;
-    bool lost = false;
-};
 
 struct record
 {
@@ -119,26 +112,6 @@ asio::awaitable<void> worker(redis::semaphore& sem, record& log, const std::atom
         const std::lock_guard lock(log.mutex);
         log.holds.push_back(h);
     }
-}
-
-// The most holds that overlap at one instant: a sweep over the grants (+1) and ends (-1), an end
-// before a grant at the same instant.
-std::size_t peak(const std::vector<hold>& holds)
-{
-    std::vector<std::pair<clock_type::time_point, int>> events;
-    for (const hold& h : holds)
-    {
-        events.emplace_back(h.granted, 1);
-        events.emplace_back(h.ended, -1);
-    }
-    std::sort(events.begin(), events.end());
-    std::size_t active = 0, most = 0;
-    for (const auto& e : events)
-    {
-        active += static_cast<std::size_t>(e.second == 1 ? 1 : -1);
-        most = std::max(most, active);
-    }
-    return most;
 }
 
 enum class fault
@@ -284,10 +257,10 @@ BOOST_AUTO_TEST_CASE(a_durable_grant_without_replicas_is_never_acknowledged)
     options.lease_duration = 1000ms;
     options.durable_replicas = 1;
     redis::semaphore sem(conn, "jobs", 1, options);
-    auto f = sem.async_acquire_permit_for(1, 500ms, asio::use_future(
-                                                       [](boost::system::error_code ec, redis::semaphore::permit p) {
-                                                           return std::make_pair(ec, p.count());
-                                                       }));
+    auto f = sem.async_acquire_permit_for(
+        1, 500ms, asio::use_future([](boost::system::error_code ec, redis::semaphore::permit p) {
+            return std::make_pair(ec, p.count());
+        }));
     const auto [ec, count] = wait(f);
     BOOST_TEST((ec == asio_sync::error::timed_out));
     BOOST_TEST(count == 0u);

@@ -14,11 +14,14 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <future>
 #include <memory>
 #include <utility>
+#include <vector>
 
 namespace asio_sync::test {
 
@@ -55,6 +58,36 @@ inline std::shared_ptr<semaphore_event> acquire_timed(redis::semaphore& sem, std
         *kept = std::move(p);
     });
     return e;
+}
+
+// One hold of a permit: from its grant until its release started or its loss was reported, the
+// time its holder believed it held the permit.
+struct hold
+{
+    std::chrono::steady_clock::time_point granted;
+    std::chrono::steady_clock::time_point ended;
+    std::uint64_t fence = 0;
+    bool lost = false;
+};
+
+// The most holds that overlap at one instant: a sweep over the grants (+1) and ends (-1), an end
+// before a grant at the same instant.
+inline std::size_t peak(const std::vector<hold>& holds)
+{
+    std::vector<std::pair<std::chrono::steady_clock::time_point, int>> events;
+    for (const hold& h : holds)
+    {
+        events.emplace_back(h.granted, 1);
+        events.emplace_back(h.ended, -1);
+    }
+    std::sort(events.begin(), events.end());
+    std::size_t active = 0, most = 0;
+    for (const auto& e : events)
+    {
+        active += static_cast<std::size_t>(e.second == 1 ? 1 : -1);
+        most = std::max(most, active);
+    }
+    return most;
 }
 
 // For failure messages: how far apart two events were.

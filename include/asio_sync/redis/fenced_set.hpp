@@ -123,8 +123,8 @@ private:
 ///
 /// @par Errors
 /// - `error::stale_fence`: refused, see above.
-/// - `error::invalid_argument`: `fence` is 0 or not below 2^53, or `fence_key` holds something
-///   other than a fence.
+/// - `error::invalid_argument`: `fence` is 0 or not below 2^53, `key` and `fence_key` are the
+///   same key, or `fence_key` holds something other than a fence.
 /// - `error::wrong_type`: a key holds another type than a string.
 /// - `error::no_permission`, `error::read_only`, `error::out_of_memory`, `error::cluster_redirect`,
 ///   `error::auth_failed`, `error::server_error`: as for the fleet-wide semaphore.

@@ -29,16 +29,17 @@ struct semaphore_options
     /// granted the permits. From zero to half the lease. Unset: `default_safety_margin(lease)`.
     std::optional<std::chrono::milliseconds> safety_margin;
 
-    /// Durable grants, for a primary with replicas (Sentinel): when not zero, an acquire
-    /// completes, and a renewal extends a lease, only once `WAIT` has confirmed that at least this
-    /// many replicas have the write, so that a failover cannot lose an acknowledged grant or
-    /// shorten a lease this process relies on. A `WAIT` that confirms fewer (it waits a tenth of
-    /// the lease) counts as a lost reply: the call is sent again under the same id and confirmed
-    /// again, so an acquire waits while too few replicas answer (bounded by its own timeout or
-    /// cancellation). Sentinel promotes the replica with the largest replication offset among
-    /// those of the best `replica-priority`: with equal priorities, 1 suffices; the number of
-    /// replicas survives any choice. Zero (the default): grants are acknowledged by the primary
-    /// alone (see "Failover" in docs/cluster.md).
+    /// Durable grants, for a primary with replicas (Sentinel): when not zero, an acquire completes,
+    /// and a renewal extends a lease, only once `WAIT` has confirmed that at least this many
+    /// replicas have the write, so that a failover cannot lose an acknowledged grant or shorten a
+    /// lease this process relies on. A `WAIT` that confirms fewer (it waits a tenth of the lease)
+    /// makes a grant or a place in the queue count as a lost reply: the call is sent again under
+    /// the same id and confirmed again, so an acquire waits while too few replicas answer (bounded
+    /// by its own timeout or cancellation). Errors, and answers that store nothing (a try that
+    /// finds no room, a lease already lost), count at once. Sentinel promotes the replica with the
+    /// largest replication offset among those of the best `replica-priority`: with equal
+    /// priorities, 1 suffices; the number of replicas survives any choice. Zero (the default):
+    /// grants are acknowledged by the primary alone (see "Failover" in docs/cluster.md).
     unsigned durable_replicas = 0;
 
     /// The default safety margin: a fiftieth of the lease plus 5 ms (205 ms for a lease of 10 s).

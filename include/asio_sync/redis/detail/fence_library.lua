@@ -16,7 +16,8 @@
 -- Errors, with nothing changed:
 --   ASIO_SYNC_ARGUMENT <what>  a malformed call: the fence not a positive decimal integer below
 --                              2^53, ttl_ms not a decimal integer below 2^53, another count of
---                              keys or arguments, or a fence key that holds no fence
+--                              keys or arguments, one key given as both, or a fence key that
+--                              holds no fence
 --   WRONGTYPE ...              Redis' own error: a key holds another type than a string
 
 local LIMIT = 9007199254740992 -- 2^53: Lua's doubles hold every integer below it
@@ -43,6 +44,9 @@ local function fenced_set(keys, args)
     end
     if #args ~= 3 then
         return argument_error('expected 3 arguments')
+    end
+    if keys[1] == keys[2] then
+        return argument_error('the value key and the fence key must differ')
     end
     local fence, ttl = integer(args[1], 1), integer(args[3], 0)
     if not (fence and ttl) then

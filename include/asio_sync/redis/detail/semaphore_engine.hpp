@@ -407,8 +407,7 @@ private:
         execute_durable(
             script_.acquire(a.id, a.n, client_.options().capacity, client_.options().lease, a.mode),
             [self = this->shared_from_this(), serial = a.serial, id = a.id,
-             sent_at = a.sent_at](boost::system::error_code ec, const reply& r) {
-                const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+             sent_at = a.sent_at](const semaphore_reply& decoded) {
                 self->run([&](client_actions& out) {
                     self->client_.on_acquire_reply(serial, id, sent_at, decoded, clock::now(), out);
                 });
@@ -419,8 +418,7 @@ private:
     {
         execute_durable(script_.renew(a.id, client_.options().lease, a.fence),
                         [self = this->shared_from_this(), serial = a.serial, id = a.id,
-                         sent_at = a.sent_at](boost::system::error_code ec, const reply& r) {
-                            const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+                         sent_at = a.sent_at](const semaphore_reply& decoded) {
                             self->run([&](client_actions& out) {
                                 if (serial != 0)
                                     self->client_.on_waiter_renewed(serial, id, sent_at, decoded,
@@ -431,60 +429,66 @@ private:
                         });
     }
 
-    // A call whose writes must reach `durable_replicas_` replicas before its reply counts: it is
-    // followed by WAIT on the same link (which covers every earlier write of the link, so also a
-    // grant that another process's call made before this renewal), and its reply is handed on
-    // only if WAIT confirms enough replicas. Otherwise the handler hears connection_lost: its
-    // outcome is unknown, and the call is sent again under the same id. An error reply needs no
-    // confirmation. Without durable grants, a plain call.
+    // Sends a call of the library and hands its decoded answer to `handler`. With durable grants,
+    // the call is followed by WAIT on the same link (which covers every earlier write of the link,
+    // so also a grant that another process's call made before this renewal), and an answer that
+    // reports state the server keeps (granted, queued) is handed on only if WAIT confirms
+    // `durable_replicas_` replicas; otherwise the handler hears connection_lost: the outcome is
+    // unknown, and the call is sent again under the same id. Every other answer needs no
+    // confirmation and is handed on as it is: a failure (an error reply, a closed connection,
+    // refused credentials) or an answer that stores nothing (busy, lost).
     template <class Handler>
     void execute_durable(const std::vector<std::string>& args, Handler handler)
     {
         if (durable_replicas_ == 0)
-            return execute(args, std::move(handler));
+            return execute(
+                args, [handler = std::move(handler)](boost::system::error_code ec, const reply& r) mutable {
+                    handler(decode_semaphore_reply(ec, r));
+                });
         // The two completions may run on two threads of the executor: the second to arrive
         // decides.
         struct confirmation
         {
-            confirmation(Handler h, unsigned n) : handler(std::move(h)), wanted(n) {}
+            explicit confirmation(Handler h) : handler(std::move(h)) {}
 
-            void arrived(boost::system::error_code call_ec, reply* call_reply,
-                         boost::system::error_code wait_ec, const reply* acks)
+            // The call's answer (`call_answer`), or WAIT's verdict (`enough_replicas`).
+            void arrived(const semaphore_reply* call_answer, bool enough_replicas)
             {
                 {
                     const std::lock_guard<std::mutex> lock(mutex);
-                    if (call_reply)
-                    {
-                        ec = call_ec;
-                        r = std::move(*call_reply);
-                    }
+                    if (call_answer)
+                        answer = *call_answer;
                     else
-                        confirmed = !wait_ec && acks->kind == reply_kind::integer &&
-                                    acks->integer >= static_cast<std::int64_t>(wanted);
+                        confirmed = enough_replicas;
                     if (++count != 2)
                         return;
                 }
-                if (ec == redis::error::server_error || (confirmed && !ec))
-                    return handler(ec, r);
-                handler(redis::error::connection_lost, reply());
+                using outcome = semaphore_reply::outcome;
+                if (!confirmed && (answer.what == outcome::granted || answer.what == outcome::queued))
+                {
+                    answer = semaphore_reply();
+                    answer.what = outcome::connection_lost;
+                }
+                handler(answer);
             }
 
             std::mutex mutex;
             Handler handler;
-            unsigned wanted;
             int count = 0;
-            boost::system::error_code ec;
-            reply r;
+            semaphore_reply answer;
             bool confirmed = false;
         };
-        auto state = std::make_shared<confirmation>(std::move(handler), durable_replicas_);
-        execute(args,
-                [state](boost::system::error_code ec, reply r) { state->arrived(ec, &r, {}, nullptr); });
+        auto state = std::make_shared<confirmation>(std::move(handler));
+        execute(args, [state](boost::system::error_code ec, const reply& r) {
+            const semaphore_reply answer = decode_semaphore_reply(ec, r);
+            state->arrived(&answer, false);
+        });
         const auto wait_ms =
             std::max<std::chrono::milliseconds::rep>(client_.options().lease.count() / 10, 1);
         execute({"WAIT", std::to_string(durable_replicas_), std::to_string(wait_ms)},
-                [state](boost::system::error_code ec, const reply& acks) {
-                    state->arrived({}, nullptr, ec, &acks);
+                [state, wanted = durable_replicas_](boost::system::error_code ec, const reply& acks) {
+                    state->arrived(nullptr, !ec && acks.kind == reply_kind::integer &&
+                                                acks.integer >= static_cast<std::int64_t>(wanted));
                 });
     }
 
