@@ -71,6 +71,44 @@ inline scheduler*& active() noexcept
 }
 } // namespace detail
 
+// A thread-local variable of the code under test, of which each logical thread needs a copy of its
+// own, since they all run on one OS thread: the scheduler puts a thread's copy in place while the
+// thread runs, and keeps it aside, the OS thread's own value back in place, while it does not.
+class fiber_local
+{
+public:
+    virtual ~fiber_local() = default;
+    virtual void enter(std::size_t fiber) = 0;
+    virtual void leave(std::size_t fiber) = 0;
+};
+
+// The copies of `variable`, each value-initialised at first.
+template <class T>
+class fiber_local_of final : public fiber_local
+{
+public:
+    explicit fiber_local_of(T& variable) : variable_(variable) {}
+
+    void enter(std::size_t fiber) override
+    {
+        if (copies_.size() <= fiber)
+            copies_.resize(fiber + 1);
+        outside_ = variable_;
+        variable_ = copies_[fiber];
+    }
+
+    void leave(std::size_t fiber) override
+    {
+        copies_[fiber] = variable_;
+        variable_ = outside_;
+    }
+
+private:
+    T& variable_;
+    std::vector<T> copies_;
+    T outside_{};
+};
+
 // One run of a scenario: its logical threads, an invariant checked after every step, and the
 // checks made once every thread has finished. A failure is recorded, not thrown.
 class scenario
@@ -80,6 +118,8 @@ public:
     virtual std::vector<std::function<void()>> threads() = 0;
     virtual void check_step() {}
     virtual void check_end() {}
+    // The thread-local variables each logical thread has its own copy of.
+    virtual std::vector<fiber_local*> fiber_locals() { return {}; }
 
     void fail(const std::string& what)
     {
@@ -105,6 +145,7 @@ public:
     void run()
     {
         auto bodies = scenario_.threads();
+        const std::vector<fiber_local*> locals = scenario_.fiber_locals();
         fibers_.resize(bodies.size());
         for (std::size_t i = 0; i < bodies.size(); ++i)
         {
@@ -119,7 +160,11 @@ public:
             if (next == none)
                 break;
             current_ = next;
+            for (fiber_local* local : locals)
+                local->enter(next);
             asio_sync_dsched_switch(&main_sp_, fibers_[next].sp);
+            for (fiber_local* local : locals)
+                local->leave(next);
             current_ = none;
             // Also after a thread's last step: checks that compare with the previous step must
             // see every step.

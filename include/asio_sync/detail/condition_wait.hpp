@@ -271,7 +271,7 @@ private:
         relock_handler<Handler, IoExecutor, Lock> relock(std::move(op->handler_), op->io_ex_, op->lock_, ec,
                                                          std::move(op->slot_));
         // The work stays tracked until the relock tracks its own.
-        const handler_work<Handler, IoExecutor> work(std::move(op->work_));
+        [[maybe_unused]] const handler_work<Handler, IoExecutor> work(std::move(op->work_));
         mutex_type& mutex = *op->mutex_;
         event_impl& impl = *op->impl_; // only used after a notification: the condition variable lives
         op->timer_.ended(op, relock.get_allocator());
@@ -454,7 +454,7 @@ private:
     void finish(boost::system::error_code ec)
     {
         Handler handler(std::move(handler_));
-        const handler_work<Handler, IoExecutor> work(std::move(work_));
+        [[maybe_unused]] const handler_work<Handler, IoExecutor> work(std::move(work_));
         slot_type slot(std::move(slot_));
         timer_.ended(this, get_handler_allocator(handler));
         if (slot.is_connected())
