@@ -297,11 +297,34 @@ const scenario scenarios[] = {
          // lease from the replay, outliving the server's deadline by the time before the replay.
          f.sent(1, 1);
          const auto first_sent = f.now;
+         f.after(1200ms); // 0.4 lease
+         f.answer(1, make(outcome::connection_lost), {"acquire #1 p:1 n=1 wait"});
+         f.after(10ms);
+         f.answer(1, granted(7, 1, 1800ms), {"grant #1 p:1 n=1 fence=7"});
+         BOOST_TEST((f.deadline_of("p:1") == first_sent + lease - margin));
+     }},
+    {"a replay that finds less than half a lease left renews before it grants",
+     [](client_fixture& f) {
+         // The defect this rule fixes: such a grant could lapse before the next heartbeat renewed
+         // it, and its holder was told of a loss a moment after its acquire completed.
+         f.sent(1, 1);
          f.after(2400ms); // 0.8 lease
          f.answer(1, make(outcome::connection_lost), {"acquire #1 p:1 n=1 wait"});
          f.after(10ms);
-         f.answer(1, granted(7, 1, 600ms), {"grant #1 p:1 n=1 fence=7"});
-         BOOST_TEST((f.deadline_of("p:1") == first_sent + lease - margin));
+         f.answer(1, granted(7, 1, 590ms), {"renew #1 p:1 fence=0"});
+         const auto renewed_at = f.now;
+         f.after(5ms);
+         f.renewed("p:1", granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
+         BOOST_TEST((f.deadline_of("p:1") == renewed_at + lease - margin));
+     }},
+    {"a renewal that finds the waiter's grant lost queues it again under a new id",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.after(2400ms);
+         f.answer(1, make(outcome::connection_lost), {"acquire #1 p:1 n=1 wait"});
+         f.answer(1, granted(7, 1, 500ms), {"renew #1 p:1 fence=0"});
+         f.renewed("p:1", make(outcome::lost), {"acquire #1 p:2 n=1 wait"});
+         f.answer(1, granted(9, 1, lease), {"grant #1 p:2 n=1 fence=9"});
      }},
     {"a replay's reply that says more is left than the first send proves extends the lease",
      [](client_fixture& f) {

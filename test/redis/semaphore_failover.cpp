@@ -65,7 +65,8 @@ struct record
 {
     std::mutex mutex;
     std::vector<hold> holds;
-    std::map<std::string, std::size_t> failures; // acquire errors by message
+    std::map<std::string, std::size_t> failures;                        // acquire errors by message
+    std::vector<std::pair<clock_type::time_point, std::string>> losses; // grant, and how it was lost
     std::size_t started = 0, completed = 0;
 };
 
@@ -94,9 +95,13 @@ asio::awaitable<void> worker(redis::semaphore& sem, record& log, const std::atom
         }
         // The loss, if it is reported while held, ends the hold.
         auto lost_at = std::make_shared<std::optional<clock_type::time_point>>();
-        permit.async_wait_lost([lost_at](boost::system::error_code lost) {
+        auto lost_how = std::make_shared<boost::system::error_code>();
+        permit.async_wait_lost([lost_at, lost_how](boost::system::error_code lost) {
             if (lost != asio::error::operation_aborted)
+            {
                 *lost_at = clock_type::now();
+                *lost_how = lost;
+            }
         });
         timer.expires_after(20ms);
         co_await timer.async_wait(as_result);
@@ -111,6 +116,15 @@ asio::awaitable<void> worker(redis::semaphore& sem, record& log, const std::atom
             h.lost = true; // lease_lost or state_lost: held up to its end all the same
         const std::lock_guard lock(log.mutex);
         log.holds.push_back(h);
+        if (h.lost)
+            log.losses.emplace_back(
+                granted, "fence " + std::to_string(h.fence) + ": " +
+                             (*lost_at ? "told \"" + lost_how->message() + "\"" : std::string("not told")) +
+                             ", released with \"" + released.message() + "\" " +
+                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                clock_type::now() - granted)
+                                                .count()) +
+                             " ms after the grant");
     }
 }
 
@@ -174,6 +188,10 @@ std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_beh
     for (auto* r : replicas)
         r->resume();
     set.wait_for_failover_from(old_port);
+    BOOST_TEST_MESSAGE(
+        "the sentinels promoted a replica "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - failed_at).count()
+        << " ms after the fault");
     if (how == fault::pause)
         primary.resume(); // the sentinels turn it into a replica of the new primary
     const std::size_t before = count_holds();
@@ -205,6 +223,11 @@ std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_beh
     for (const hold& h : log.holds)
         if (h.granted > failed_at + 100ms) // granted by the new primary
             BOOST_TEST(h.fence > largest_before);
+    for (const auto& [granted, story] : log.losses)
+        BOOST_TEST_MESSAGE(
+            "lost: granted "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(granted - failed_at).count()
+            << " ms from the fault, " << story);
     const std::size_t most = peak(log.holds);
     BOOST_TEST_MESSAGE(log.holds.size() << " holds, " << lost << " lost, at most " << most
                                         << " believed held at once (capacity " << capacity << ")");

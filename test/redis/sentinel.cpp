@@ -154,14 +154,19 @@ BOOST_FIXTURE_TEST_CASE(a_link_is_not_set_up_on_a_server_that_is_not_a_primary, 
 {
     asio_sync::test::redis_server& primary = set.server(0);
     primary.command({"SET", "k", "1"});
-    primary.command({"REPLICAOF", "127.0.0.1", "1"});
-    auto read = send({"GET", "k"});
     const auto role_calls = [&] {
         const std::string stats = primary.command({"INFO", "commandstats"});
         const std::size_t at = stats.find("cmdstat_role:calls=");
         return at == std::string::npos ? 0L : std::stol(stats.substr(at + 19));
     };
-    eventually([&] { return role_calls() >= 2; }); // refused, and tried again
+    BOOST_TEST(run({"PING"}).text == "PONG"); // the link is up (it connects from its construction)
+    const long before = role_calls();
+    // Demoted as the sentinels demote a server: REPLICAOF, then its clients are disconnected.
+    primary.command({"REPLICAOF", "127.0.0.1", "1"});
+    primary.command({"CLIENT", "KILL", "TYPE", "normal"});
+    eventually([&] { return role_calls() >= before + 1; }); // the link came back, and was refused
+    auto read = send({"GET", "k"});                         // so it waits in the queue
+    eventually([&] { return role_calls() >= before + 2; }); // tried again, refused again
     BOOST_TEST(!is_ready(read));
     primary.command({"REPLICAOF", "NO", "ONE"});
     const outcome o = wait(read);

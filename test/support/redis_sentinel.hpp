@@ -34,12 +34,16 @@ public:
     // that survives one of them).
     explicit redis_sentinel_set(std::size_t replicas = 2, std::size_t sentinels = 3)
     {
-        servers_.push_back(std::make_unique<redis_server>());
+        // Any of them may be the primary that feeds a replica: a full sync starts at once (Redis 7
+        // waits 5 s by default for more replicas to share a diskless one).
+        redis_server::options first;
+        first.extra_args = {"--repl-diskless-sync-delay", "0"};
+        servers_.push_back(std::make_unique<redis_server>(first));
         const std::string primary_port = std::to_string(servers_[0]->port());
         for (std::size_t i = 0; i < replicas; ++i)
         {
-            redis_server::options o;
-            o.extra_args = {"--replicaof", "127.0.0.1", primary_port};
+            redis_server::options o = first;
+            o.extra_args.insert(o.extra_args.end(), {"--replicaof", "127.0.0.1", primary_port});
             servers_.push_back(std::make_unique<redis_server>(o));
         }
         const std::string config = std::string("sentinel monitor ") + name + " 127.0.0.1 " + primary_port +

@@ -275,6 +275,16 @@ public:
             w->at = phase::reloading;
             return out.push_back(client_action::load_library(serial));
         case outcome::granted:
+            if (r.left < options_.lease / 2)
+            {
+                // A replay found it granted long ago (its replies were lost, or, with durable
+                // grants, not confirmed): with less than half a lease left it could lapse before
+                // the heartbeat (each third of a lease) renews it. Renewed first; the renewal's
+                // reply, with a whole lease, grants it.
+                w->at = phase::queued;
+                w->lease_end = later(w->lease_end, sent_at + r.left);
+                return out.push_back(client_action::send_renew(serial, w->id, 0, now));
+            }
             return grant(serial, *w, r.fence, later(w->lease_end, sent_at + r.left), out);
         case outcome::queued:
             w->at = phase::queued;
