@@ -7,7 +7,7 @@
 #define ASIO_SYNC_REDIS_SEMAPHORE_OPTIONS_HPP
 
 /// @file
-/// The leases of a fleet-wide semaphore: asio_sync::redis::semaphore_options.
+/// The leases and the capacity rule of a fleet-wide semaphore: asio_sync::redis::semaphore_options.
 
 #include <chrono>
 #include <optional>
@@ -15,7 +15,8 @@
 namespace asio_sync::redis {
 
 /// The leases of a `basic_semaphore`: how long a permit (or a queued waiter) survives without a
-/// renewal, and how early this process gives up a lease it could not renew.
+/// renewal, and how early this process gives up a lease it could not renew; and whether it takes
+/// the capacity stored in Redis instead of the one it declares.
 struct semaphore_options
 {
     /// The lease of each permit and queued waiter, renewed every third of it. A process that
@@ -28,6 +29,17 @@ struct semaphore_options
     /// faster than this one's, and for the loss to be acted on before another process can be
     /// granted the permits. From zero to half the lease. Unset: `default_safety_margin(lease)`.
     std::optional<std::chrono::milliseconds> safety_margin;
+
+    /// Whether the semaphore adopts the capacity in force in Redis, whatever it is. By default
+    /// (false) the capacity given to the constructor must be the one in force: an acquire fails with
+    /// `error::capacity_mismatch` when Redis holds another, declared by the first acquire of another
+    /// process or stored by a resize made before this semaphore object first read the capacity
+    /// (see `basic_semaphore::async_set_capacity`). With true, the first acquire refused for its
+    /// capacity is sent again with the one in force, which `basic_semaphore::capacity()` then
+    /// reports; the constructor's capacity is only declared when Redis holds none. For processes
+    /// that should follow whatever the fleet was resized to, such as ones started from a
+    /// configuration that predates a resize.
+    bool adopt_capacity = false;
 
     /// The default safety margin: a fiftieth of the lease plus 5 ms (205 ms for a lease of 10 s).
     static constexpr std::chrono::milliseconds default_safety_margin(std::chrono::milliseconds lease) noexcept
