@@ -531,16 +531,21 @@ public:
     // The ids of the acquire calls seen, in order, with repeats.
     std::vector<std::string> acquire_ids() const
     {
+        namespace library = redis::detail::semaphore_library;
+        const std::string function =
+            "\"" +
+            std::string(library::function_names[static_cast<std::size_t>(library::function::acquire)]) + "\"";
+        // "<function>" "<key count>" <keys> channel id n ...
+        const std::size_t id_index = 2 + library::key_count + 1;
         std::vector<std::string> ids;
         for (const std::string& line : lines())
         {
-            const std::size_t at = line.find("\"asio_sync_v2_acquire\"");
+            const std::size_t at = line.find(function);
             if (at == std::string::npos)
                 continue;
-            // "asio_sync_v2_acquire" "4" k1 k2 k3 k4 channel id n ...
             std::vector<std::string> words;
             std::size_t i = at;
-            while (words.size() < 8)
+            while (words.size() <= id_index)
             {
                 const std::size_t open = line.find('"', i);
                 if (open == std::string::npos)
@@ -549,8 +554,8 @@ public:
                 words.push_back(line.substr(open + 1, close - open - 1));
                 i = close + 1;
             }
-            if (words.size() == 8)
-                ids.push_back(words[7]);
+            if (words.size() == id_index + 1)
+                ids.push_back(words[id_index]);
         }
         return ids;
     }
@@ -1427,7 +1432,8 @@ BOOST_AUTO_TEST_CASE(lost_replies_at_every_call_lose_nothing_and_grant_nothing_t
     const auto usage_calls = [&] {
         const auto lines = mon.lines();
         return std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
-            return l.find("asio_sync_v2_usage") != std::string::npos;
+            return l.find(redis::detail::semaphore_library::function_names[static_cast<std::size_t>(
+                       redis::detail::semaphore_library::function::usage)]) != std::string::npos;
         });
     };
     const auto usage_before = usage_calls();
@@ -1628,7 +1634,7 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors_and_changes_nothing)
             BOOST_TEST(huge.ec == boost::system::error_code(asio_sync::error::too_many_permits));
         }
     }
-    BOOST_TEST(server.command({"EXISTS", script(big).key(key::meta)}) == "0"); // nothing sent
+    BOOST_TEST(server.command({"EXISTS", script(big).key(key::meta)}) == "0"); // nothing stored
 
     // capacity 0: every acquire of n > 0 is too many
     redis::semaphore none(conn, "none", 0, lease);

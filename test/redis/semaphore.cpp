@@ -9,7 +9,10 @@
 // fencing, try, cancellation and timeouts that remove the remote waiter, lease renewal and loss,
 // and the errors of a mismatched capacity, too many permits and a key of another type; an acquire
 // whose reply was lost with the link, a waiter whose lease lapsed while its client stalled, and the
-// handler's allocator for the operation.
+// handler's allocator for the operation. Resizing: a larger capacity serving the queue in order, a
+// smaller one waiting for the holders (or not), a waiter larger than the new capacity, processes
+// started before and after a resize (one that missed its message, one that adopts), racing
+// resizes, bad input, cancellation, close and destruction.
 
 #include <asio_sync/redis/semaphore.hpp>
 
@@ -20,6 +23,7 @@
 
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
@@ -30,6 +34,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -180,6 +185,52 @@ struct append_only_fixture : fixture
     append_only_fixture() : fixture(redis_server::options{true, {}, {}, {}}) {}
 };
 
+// The completion of a resize, counted: a second one fails the test.
+class resize_handler
+{
+public:
+    resize_handler() : state_(std::make_shared<state>()) {}
+
+    std::future<boost::system::error_code> get_future() { return state_->promise.get_future(); }
+    int calls() const { return state_->calls.load(); }
+
+    void operator()(boost::system::error_code ec)
+    {
+        if (state_->calls.fetch_add(1) == 0)
+            state_->promise.set_value(ec);
+    }
+
+private:
+    struct state
+    {
+        std::promise<boost::system::error_code> promise;
+        std::atomic<int> calls{0};
+    };
+    std::shared_ptr<state> state_;
+};
+
+struct resizing
+{
+    std::future<boost::system::error_code> done;
+    resize_handler handler;
+};
+
+resizing resize(redis::semaphore& sem, std::size_t n,
+                redis::set_capacity_mode mode = redis::set_capacity_mode::wait_for_holders)
+{
+    resizing r;
+    r.done = r.handler.get_future();
+    sem.async_set_capacity(n, mode, r.handler);
+    return r;
+}
+
+// The capacity stored in Redis, as async_status reads it.
+std::size_t stored_capacity(redis::semaphore& sem)
+{
+    auto f = sem.async_status(asio::use_future);
+    return wait(f).capacity;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_CASE(the_permit_is_the_public_basic_permit)
@@ -263,10 +314,12 @@ BOOST_FIXTURE_TEST_CASE(default_completion_tokens_come_from_the_executor, fixtur
                 auto r = co_await sem.async_try_acquire_permit(1);
                 co_await r.async_release();
                 co_await p.async_release();
-                co_return status.held;
+                co_await sem.async_set_capacity(3);
+                co_await sem.async_set_capacity(4, redis::set_capacity_mode::at_once);
+                co_return status.held + sem.capacity();
             },
             asio::use_future);
-        BOOST_TEST(wait(run) == 2u);
+        BOOST_TEST(wait(run) == 2u + 4u);
     }
     conn.close();
 }
@@ -759,6 +812,337 @@ BOOST_FIXTURE_TEST_CASE(a_queued_acquire_is_allocated_with_the_handlers_allocato
     acquired a = wait(f);
     BOOST_TEST(!a.ec);
     BOOST_TEST(counts.allocations.load() >= 1u);
+    BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
+}
+
+// ---- resizing
+
+BOOST_FIXTURE_TEST_CASE(a_larger_capacity_serves_the_queue_at_once_in_fifo_order, fixture)
+{
+    redis::semaphore a(first, "jobs", 2, long_lease);
+    redis::semaphore b(second, "jobs", 2, long_lease);
+    acquired held = hold(a, 2);
+    auto w1 = acquire(b, 2);
+    expect_queued("jobs", "1", w1);
+    auto w2 = acquire(b, 1);
+    expect_queued("jobs", "2", w2);
+    auto w3 = acquire(b, 1);
+    expect_queued("jobs", "3", w3);
+
+    resizing r = resize(a, 5);
+    BOOST_TEST(!wait(r.done));
+    const acquired g1 = wait(w1);
+    const acquired g2 = wait(w2);
+    BOOST_TEST(!g1.ec);
+    BOOST_TEST(!g2.ec);
+    BOOST_TEST(g1.p.fencing_token() < g2.p.fencing_token()); // the head first
+    BOOST_TEST(!is_ready(w3)); // 2 + 2 + 1 held: it does not fit, and nothing was released
+    BOOST_TEST(check("jobs") == "ok\n5\n3\n1");
+    BOOST_TEST(a.capacity() == 5u);
+    eventually([&] { return b.capacity() == 5u; }); // from the channel
+    BOOST_TEST(stored_capacity(b) == 5u);
+    BOOST_TEST(r.handler.calls() == 1);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_shrink_waits_for_the_holders_and_grants_nothing_beyond_the_new_capacity, fixture)
+{
+    redis::semaphore a(first, "jobs", 3, long_lease);
+    redis::semaphore b(second, "jobs", 3, long_lease);
+    acquired p1 = hold(a, 1);
+    acquired p2 = hold(a, 1);
+    acquired p3 = hold(a, 1);
+
+    resizing r = resize(b, 1);
+    eventually([&] { return stored_capacity(a) == 1u; });
+    auto w = acquire(b, 1);
+    expect_queued("jobs", "1", w);
+    BOOST_TEST(check("jobs") == "ok\n3\n3\n1"); // more held than the capacity, while the shrink waits
+    BOOST_TEST(!is_ready(r.done));
+
+    auto released = p1.p.async_release(asio::use_future);
+    wait(released);
+    BOOST_TEST(check("jobs") == "ok\n2\n2\n1");
+    BOOST_TEST(!is_ready(r.done)); // 2 held: nothing can complete it
+    BOOST_TEST(!is_ready(w));
+
+    released = p2.p.async_release(asio::use_future);
+    wait(released);
+    BOOST_TEST(!wait(r.done));                                                    // 1 held
+    BOOST_TEST(!is_ready(w));                                                     // 1 + 1 > 1
+    BOOST_TEST((p3.p.valid_for() > std::chrono::steady_clock::duration::zero())); // never revoked
+    released = p3.p.async_release(asio::use_future);
+    wait(released);
+    BOOST_TEST(!wait(w).ec);
+    BOOST_TEST(r.handler.calls() == 1);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_shrink_at_once_completes_when_stored_and_grants_nothing_beyond_it, fixture)
+{
+    redis::semaphore a(first, "jobs", 3, long_lease);
+    redis::semaphore b(second, "jobs", 3, long_lease);
+    acquired p1 = hold(a, 1);
+    acquired p2 = hold(a, 1);
+    acquired p3 = hold(a, 1);
+
+    resizing r = resize(b, 1, redis::set_capacity_mode::at_once);
+    BOOST_TEST(!wait(r.done));
+    BOOST_TEST(b.capacity() == 1u);
+    for (acquired* held : {&p1, &p2, &p3})
+    {
+        auto tried = try_acquire(b, 1);
+        BOOST_TEST(wait(tried).ec == code(asio::error::would_block)); // 3, 2, then 1 held
+        auto released = held->p.async_release(asio::use_future);
+        wait(released);
+    }
+    auto tried = try_acquire(b, 1);
+    BOOST_TEST(!wait(tried).ec);
+    BOOST_TEST(r.handler.calls() == 1);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_waiter_larger_than_a_smaller_capacity_fails_and_nothing_is_lost, fixture)
+{
+    redis::semaphore a(first, "jobs", 4, long_lease);
+    redis::semaphore b(second, "jobs", 4, long_lease);
+    acquired held = hold(a, 1);
+    auto big = acquire(b, 4);
+    expect_queued("jobs", "1", big);
+    auto small = acquire(b, 1);
+    expect_queued("jobs", "2", small);
+
+    resizing r = resize(a, 2);
+    BOOST_TEST(!wait(r.done));
+    const acquired refused = wait(big);
+    BOOST_TEST(refused.ec == code(asio_sync::error::too_many_permits));
+    BOOST_TEST(refused.p.count() == 0u);
+    const acquired granted = wait(small); // the head left: 1 + 1 fit in 2
+    BOOST_TEST(!granted.ec);
+    BOOST_TEST(check("jobs") == "ok\n2\n2\n0");
+    auto again = acquire(b, 4);
+    BOOST_TEST(wait(again).ec == code(asio_sync::error::too_many_permits));
+    BOOST_TEST(check("jobs") == "ok\n2\n2\n0");
+}
+
+// A process started after a resize with the capacity of its old configuration is refused, and keeps
+// reporting its own; one that adopts the capacity in force works with it.
+BOOST_FIXTURE_TEST_CASE(a_process_started_after_a_resize_with_the_old_capacity_is_refused_unless_it_adopts,
+                        fixture)
+{
+    redis::semaphore a(first, "jobs", 2, long_lease);
+    acquired declared = hold(a, 1);
+    resizing r = resize(a, 3);
+    BOOST_TEST(!wait(r.done));
+    {
+        redis::semaphore late(second, "jobs", 2, long_lease);
+        auto refused = acquire(late, 1);
+        BOOST_TEST(wait(refused).ec == code(redis::error::capacity_mismatch));
+        auto refused_again = acquire(late, 1); // also once it has read the capacity
+        BOOST_TEST(wait(refused_again).ec == code(redis::error::capacity_mismatch));
+        BOOST_TEST(late.capacity() == 2u);
+    }
+    redis::semaphore_options adopt;
+    adopt.lease_duration = long_lease;
+    adopt.adopt_capacity = true;
+    redis::semaphore adopting(second, "jobs", 2, adopt);
+    auto two = acquire(adopting, 2);
+    const acquired adopted = wait(two);
+    BOOST_TEST(adopted.ec.message() == "Success");
+    BOOST_TEST(adopting.capacity() == 3u);
+    BOOST_TEST(check("jobs") == "ok\n3\n2\n0");
+}
+
+// A process that existed before a resize takes it: from the channel, and, when it missed the
+// message (its links dropped the reply), from the refusal of its next acquire, sent again at once.
+BOOST_FIXTURE_TEST_CASE(a_process_started_before_a_resize_learns_it_and_is_never_refused, fixture)
+{
+    tcp_proxy proxy(server.port());
+    redis::connection proxied(io, options_for(proxy.port()));
+    {
+        redis::semaphore a(first, "jobs", 2, long_lease);
+        redis::semaphore b(second, "jobs", 2, long_lease);
+        redis::semaphore c(proxied, "jobs", 2, long_lease);
+        acquired declared = hold(a, 1);
+        hold(c, 1); // granted, and released: c existed then
+        resizing r = resize(a, 3);
+        BOOST_TEST(!wait(r.done));
+        eventually([&] { return b.capacity() == 3u && c.capacity() == 3u; });
+        acquired three = hold(b, 2);
+        three.p = permit();
+
+        // c's links drop every reply, the resize's message among them, then are cut.
+        proxy.drop_replies();
+        resizing r2 = resize(a, 4);
+        BOOST_TEST(!wait(r2.done));
+        proxy.cut();
+        acquired four = hold(c, 3);
+        BOOST_TEST(c.capacity() == 4u);
+        BOOST_TEST(check("jobs") == "ok\n4\n2\n0");
+    }
+    proxied.close();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_shrink_replaced_by_a_later_resize_completes_with_the_capacity_then_in_force,
+                        fixture)
+{
+    redis::semaphore a(first, "jobs", 4, long_lease);
+    redis::semaphore b(second, "jobs", 4, long_lease);
+    acquired p1 = hold(a, 1);
+    acquired p2 = hold(a, 1);
+    acquired p3 = hold(a, 1);
+
+    // Replaced by a larger capacity: it completes at once.
+    resizing shrink = resize(a, 1);
+    eventually([&] { return stored_capacity(a) == 1u; });
+    BOOST_TEST(!is_ready(shrink.done));
+    resizing grow = resize(b, 6);
+    BOOST_TEST(!wait(grow.done));
+    BOOST_TEST(!wait(shrink.done));
+
+    // Replaced by a smaller one: it waits for that one, although its own capacity fits first.
+    resizing to_two = resize(a, 2);
+    eventually([&] { return stored_capacity(a) == 2u; });
+    resizing to_one = resize(b, 1);
+    eventually([&] { return stored_capacity(a) == 1u; });
+    auto released = p1.p.async_release(asio::use_future);
+    wait(released);
+    BOOST_TEST(check("jobs") == "ok\n2\n2\n0"); // 2 held: to_two's capacity, no longer in force
+    BOOST_TEST(!is_ready(to_two.done));
+    BOOST_TEST(!is_ready(to_one.done));
+    released = p2.p.async_release(asio::use_future);
+    wait(released);
+    BOOST_TEST(!wait(to_two.done));
+    BOOST_TEST(!wait(to_one.done));
+    for (const resizing* r : {&shrink, &grow, &to_two, &to_one})
+        BOOST_TEST(r->handler.calls() == 1);
+}
+
+// Two resizes started at once on two connections, from the same stamp: Redis stores them one after
+// the other (the second refused once for its stamp, then sent again), the last stored wins, and
+// every object learns it. Each operation completes once, with success.
+BOOST_FIXTURE_TEST_CASE(two_resizes_racing_both_complete_and_the_last_stored_wins, fixture)
+{
+    redis::semaphore a(first, "jobs", 2, long_lease);
+    redis::semaphore b(second, "jobs", 2, long_lease);
+    acquired declared = hold(a, 1);
+    const std::string capacity_key = script("jobs").key(redis::detail::semaphore_key::capacity);
+    int a_won = 0;
+    int b_won = 0;
+    for (std::size_t round = 0; round < 20; ++round)
+    {
+        const std::size_t to_a = 2 + 2 * round;
+        const std::size_t to_b = 3 + 2 * round;
+        resizing ra = resize(a, to_a, redis::set_capacity_mode::at_once);
+        resizing rb = resize(b, to_b);
+        BOOST_TEST(!wait(ra.done));
+        BOOST_TEST(!wait(rb.done));
+        BOOST_TEST(ra.handler.calls() == 1);
+        BOOST_TEST(rb.handler.calls() == 1);
+        const std::string stored = redis_command({"GET", capacity_key}); // "<capacity> <stamp> <id>"
+        const std::size_t winner = std::stoul(stored.substr(0, stored.find(' ')));
+        BOOST_TEST_REQUIRE((winner == to_a || winner == to_b), stored);
+        (winner == to_a ? a_won : b_won) += 1;
+        BOOST_TEST(stored_capacity(a) == winner);
+        eventually([&] { return a.capacity() == winner && b.capacity() == winner; });
+    }
+    BOOST_TEST_MESSAGE("racing resizes: a stored last " << a_won << " times, b " << b_won << " times");
+    BOOST_TEST(a_won + b_won == 20);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_resize_out_of_range_fails_at_once_and_changes_nothing, fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, long_lease);
+    acquired declared = hold(sem, 1);
+    for (const std::size_t n : {std::size_t(0), static_cast<std::size_t>(redis::semaphore::max_capacity + 1)})
+    {
+        // Completed through its own executor, never inside the call: a context nobody runs yet.
+        asio::io_context elsewhere;
+        int calls = 0;
+        boost::system::error_code result;
+        sem.async_set_capacity(n, asio::bind_executor(elsewhere, [&](boost::system::error_code ec) {
+                                   ++calls;
+                                   result = ec;
+                               }));
+        BOOST_TEST(calls == 0);
+        elsewhere.run();
+        BOOST_TEST(calls == 1);
+        BOOST_TEST(result == code(redis::error::invalid_argument));
+    }
+    BOOST_TEST(stored_capacity(sem) == 2u);
+    BOOST_TEST(redis_command({"EXISTS", script("jobs").key(redis::detail::semaphore_key::capacity)}) == "0");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_waiting_resize_is_cancelled_closed_or_aborted_once_and_stays_stored, fixture)
+{
+    redis::semaphore a(first, "jobs", 3, long_lease);
+    acquired held = hold(a, 3);
+
+    // Terminal cancellation ends the wait; total is not supported and changes nothing.
+    {
+        redis::semaphore b(second, "jobs", 3, long_lease);
+        asio::cancellation_signal signal;
+        resizing r;
+        r.done = r.handler.get_future();
+        b.async_set_capacity(2, asio::bind_cancellation_slot(signal.slot(), r.handler));
+        eventually([&] { return stored_capacity(a) == 2u; });
+        asio::post(io, [&] { signal.emit(asio::cancellation_type::total); });
+        asio::post(io, [&] { signal.emit(asio::cancellation_type::terminal); });
+        BOOST_TEST(wait(r.done) == code(asio::error::operation_aborted));
+        BOOST_TEST(stored_capacity(a) == 2u); // not undone
+        BOOST_TEST(r.handler.calls() == 1);
+    }
+    // close() completes a waiting resize, and fails every later one.
+    {
+        redis::semaphore b(second, "jobs", 2, long_lease);
+        resizing r = resize(b, 1);
+        eventually([&] { return stored_capacity(a) == 1u; });
+        b.close();
+        BOOST_TEST(wait(r.done) == code(asio_sync::error::closed));
+        resizing later = resize(b, 3);
+        BOOST_TEST(wait(later.done) == code(asio_sync::error::closed));
+        BOOST_TEST(stored_capacity(a) == 1u);
+    }
+    // cancel(), and the destruction of the semaphore, complete it with operation_aborted.
+    resizing destroyed;
+    {
+        redis::semaphore b(second, "jobs", 1, long_lease);
+        resizing cancelled = resize(b, 2);
+        eventually([&] { return stored_capacity(a) == 2u; });
+        b.cancel();
+        BOOST_TEST(wait(cancelled.done) == code(asio::error::operation_aborted));
+        destroyed = resize(b, 1);
+        eventually([&] { return stored_capacity(a) == 1u; });
+    }
+    BOOST_TEST(wait(destroyed.done) == code(asio::error::operation_aborted));
+    BOOST_TEST(destroyed.handler.calls() == 1);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_resize_works_with_every_token_and_its_allocator, fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, long_lease);
+    auto fut = sem.async_set_capacity(3, asio::use_future);
+    wait(fut);
+    auto deferred = sem.async_set_capacity(4, redis::set_capacity_mode::at_once, asio::deferred);
+    auto from_deferred = std::move(deferred)(asio::use_future);
+    wait(from_deferred);
+    auto run = asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<std::size_t> {
+            co_await sem.async_set_capacity(5, asio::use_awaitable);
+            co_return sem.capacity();
+        },
+        asio::use_future);
+    BOOST_TEST(wait(run) == 5u);
+
+    // A resize that waits allocates its operation with the handler's allocator, and frees it.
+    acquired held = hold(sem, 5);
+    allocation_counts counts;
+    resizing r;
+    r.done = r.handler.get_future();
+    sem.async_set_capacity(1, asio::bind_allocator(counting_allocator<void>(counts), r.handler));
+    eventually([&] { return stored_capacity(sem) == 1u; });
+    BOOST_TEST(counts.allocations.load() == 1u);
+    BOOST_TEST(counts.deallocations.load() == 0u);
+    held.p = permit();
+    BOOST_TEST(!wait(r.done));
     BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
 }
 

@@ -12,8 +12,10 @@
 // lost with the link and the replay, LOADING or BUSY and the retry, a missing library and its
 // reload), grants published and their races with a give-up, renewals of waiters and holders
 // (granted, queued, lost, state_lost), the watch of the queue, the clock (heartbeat, lease
-// deadlines), releases and their replies, close and abort. The lease rule is checked by the
-// deadline each permit would declare its loss at.
+// deadlines), releases and their replies, close and abort; the capacity learnt (from messages, reads
+// of the usage and refused acquires, taken or not) and resizes (stored, pending, settled, replaced,
+// replayed, refused). The lease rule is checked by the deadline each permit would declare its loss
+// at.
 
 #include <asio_sync/redis/detail/semaphore_client.hpp>
 
@@ -61,6 +63,10 @@ std::string name_of(error_code ec)
         {redis::error::lease_lost, "lease_lost"},
         {redis::error::state_lost, "state_lost"},
         {redis::error::capacity_mismatch, "capacity_mismatch"},
+        {redis::error::invalid_argument, "invalid_argument"},
+        {redis::error::read_only, "read_only"},
+        {redis::error::connection_lost, "connection_lost"},
+        {asio_sync::error::too_many_permits, "too_many_permits"},
     };
     for (const auto& [code, name] : names)
         if (ec == code)
@@ -73,9 +79,10 @@ std::string describe(const client_action& a)
     const std::string serial = "#" + std::to_string(a.serial);
     switch (a.what)
     {
-    case action_type::send_acquire:
+    case action_type::send_acquire: // the capacity written when it is not the fixture's
         return "acquire " + serial + " " + a.id + " n=" + std::to_string(a.n) +
-               (a.mode == acquire_mode::wait ? " wait" : " try");
+               (a.mode == acquire_mode::wait ? " wait" : " try") +
+               (a.capacity == 2 ? "" : " capacity=" + std::to_string(a.capacity));
     case action_type::send_renew:
         return "renew " + serial + " " + a.id + " fence=" + std::to_string(a.fence);
     case action_type::send_release:
@@ -95,6 +102,13 @@ std::string describe(const client_action& a)
         return "fail " + serial + " " + name_of(a.error);
     case action_type::lose:
         return "lose " + a.id + " " + name_of(a.error);
+    case action_type::send_resize:
+        return "resize " + serial + " " + a.id + " capacity=" + std::to_string(a.capacity) +
+               " base=" + std::to_string(a.base);
+    case action_type::send_usage:
+        return "usage";
+    case action_type::resize_done:
+        return "resized " + serial + " " + name_of(a.error);
     }
     return "?";
 }
@@ -137,15 +151,57 @@ semaphore_reply wake(std::chrono::milliseconds in)
     return r;
 }
 
+semaphore_reply resized(std::size_t capacity, std::uint64_t stamp, std::uint64_t calm)
+{
+    semaphore_reply r = make(outcome::resized);
+    r.capacity = capacity;
+    r.stamp = stamp;
+    r.calm = calm;
+    return r;
+}
+
+semaphore_reply conflict(std::size_t capacity, std::uint64_t stamp)
+{
+    semaphore_reply r = make(outcome::conflict);
+    r.capacity = capacity;
+    r.stamp = stamp;
+    return r;
+}
+
+// A read of the usage: the capacity in force, the permits held, its stamp and calm, the clock.
+semaphore_reply usage(std::size_t capacity, std::size_t held, std::uint64_t stamp, std::uint64_t calm,
+                      std::uint64_t clock)
+{
+    semaphore_reply r = make(outcome::usage);
+    r.capacity = capacity;
+    r.held = held;
+    r.stamp = stamp;
+    r.calm = calm;
+    r.clock = clock;
+    return r;
+}
+
+// An acquire refused for its capacity, with the capacity and stamp in force.
+semaphore_reply mismatch(std::size_t capacity, std::uint64_t stamp)
+{
+    semaphore_reply r = failed(redis::error::capacity_mismatch);
+    r.capacity = capacity;
+    r.stamp = stamp;
+    return r;
+}
+
 // A client of capacity 2, lease 3 s, margin 100 ms, ids "p:<n>", on a clock the test moves; it
 // remembers each call sent (its id and send time) to answer it.
 struct client_fixture
 {
-    semaphore_client client{client_options{2, lease, margin, "p"}};
+    explicit client_fixture(bool adopt = false) : client(client_options{2, lease, margin, "p", adopt}) {}
+
+    semaphore_client client;
     clock_type::time_point start = clock_type::time_point(std::chrono::hours(1));
     clock_type::time_point now = start;
     std::map<std::uint64_t, client_action> acquires; // the last acquire sent, by serial
     std::map<std::string, client_action> renewals;   // the last renewal sent, by id
+    std::map<std::uint64_t, client_action> resizes;  // the last resize sent, by serial
     std::map<std::string, std::shared_ptr<lease_view>> leases;
 
     // Runs one event and checks its actions, exactly and in order.
@@ -161,6 +217,8 @@ struct client_fixture
                 acquires[a.serial] = a;
             else if (a.what == action_type::send_renew)
                 renewals[a.id] = a;
+            else if (a.what == action_type::send_resize)
+                resizes[a.serial] = a;
             else if (a.what == action_type::grant)
                 leases[a.id] = a.lease;
         }
@@ -212,6 +270,25 @@ struct client_fixture
     void message(const std::string& text, const std::vector<std::string>& expected)
     {
         step([&](client_actions& out) { client.on_message(text, now, out); }, expected);
+    }
+
+    void resize(std::uint64_t serial, std::size_t capacity, const std::vector<std::string>& expected,
+                bool settle = true)
+    {
+        step([&](client_actions& out) { client.start_resize(serial, capacity, settle, out); }, expected);
+    }
+
+    // Answers the last resize sent for `serial`.
+    void resize_answer(std::uint64_t serial, const semaphore_reply& r,
+                       const std::vector<std::string>& expected)
+    {
+        const client_action& sent = resizes.at(serial);
+        step([&](client_actions& out) { client.on_resize_reply(serial, sent.id, r, now, out); }, expected);
+    }
+
+    void read(const semaphore_reply& r, const std::vector<std::string>& expected)
+    {
+        step([&](client_actions& out) { client.on_usage_reply(r, now, out); }, expected);
     }
 
     // An acquire of n checked and sent: the first of the client (serial 1) checks the server.
@@ -352,6 +429,19 @@ const scenario scenarios[] = {
          f.acquire(2, 1, {"acquire #2 p:2 n=1 try"}, acquire_mode::try_once);
          f.answer(2, make(outcome::busy), {"fail #2 would_block"});
      }},
+    {"a declared capacity of 0 fails every acquire at once, until a resize replaces it",
+     [](client_fixture& f) {
+         semaphore_client none(client_options{0, lease, margin, "z"});
+         client_actions out;
+         none.start_acquire(1, 1, acquire_mode::wait, f.now, out);
+         BOOST_TEST_REQUIRE(out.size() == 1u);
+         BOOST_TEST(describe(out[0]) == "fail #1 too_many_permits");
+         out.clear();
+         none.on_message("resized 2 100 100", f.now, out);
+         none.start_acquire(2, 1, acquire_mode::wait, f.now, out);
+         BOOST_TEST_REQUIRE(out.size() == 1u);
+         BOOST_TEST(describe(out[0]) == "check");
+     }},
     {"an error reply fails the acquire with its code; a reply of another kind with server_error",
      [](client_fixture& f) {
          f.sent(1, 1);
@@ -446,14 +536,14 @@ const scenario scenarios[] = {
     {"a grant that raced a give-up: whichever came first decides, exactly once",
      [](client_fixture& f) {
          f.sent(1, 1);
-         f.message("p:1 7 1", {"grant #1 p:1 n=1 fence=7"});
+         f.message("granted 7 1 p:1", {"grant #1 p:1 n=1 fence=7"});
          f.step([&](client_actions& out) { f.client.give_up(1, boost::asio::error::operation_aborted, out); },
                 {});
          f.sent(2, 1);
          f.answer(2, queued(1, lease), {"watch"});
          f.step([&](client_actions& out) { f.client.give_up(2, boost::asio::error::operation_aborted, out); },
                 {"fail #2 aborted", "release p:2"});
-         f.message("p:2 8 1", {});
+         f.message("granted 8 1 p:2", {});
      }},
 
     // ---- grants published
@@ -463,41 +553,45 @@ const scenario scenarios[] = {
          const auto sent_at = f.now;
          f.answer(1, queued(1, 2000ms), {"watch"}); // the server had queued it before; 2 s left
          f.after(500ms);
-         f.message("p:1 123456789012345678 1", {"grant #1 p:1 n=1 fence=123456789012345678"});
+         f.message("granted 123456789012345678 1 p:1", {"grant #1 p:1 n=1 fence=123456789012345678"});
          BOOST_TEST((f.deadline_of("p:1") == sent_at + lease - margin));
      }},
     {"a grant published while the acquire's reply is awaited completes it",
      [](client_fixture& f) {
          f.sent(1, 1);
-         f.message("p:1 7 1", {"grant #1 p:1 n=1 fence=7"});
+         f.message("granted 7 1 p:1", {"grant #1 p:1 n=1 fence=7"});
          f.answer(1, granted(7, 1, lease), {});
      }},
     {"with durable grants a published grant renews the waiter, whose confirmed renewal grants it",
      [](client_fixture& f) {
-         f.client = semaphore_client(client_options{2, lease, margin, "p", true});
+         f.client = semaphore_client(client_options{2, lease, margin, "p", false, true});
          f.sent(1, 1);
-         f.message("p:1 7 1", {}); // in flight: its own reply will say
+         f.message("granted 7 1 p:1", {}); // in flight: its own reply will say
          f.answer(1, queued(1, lease), {"watch"});
-         f.message("p:1 7 1", {"renew #1 p:1 fence=0"});
+         f.message("granted 7 1 p:1", {"renew #1 p:1 fence=0"});
          f.renewed("p:1", granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
-         f.message("p:1 7 1", {}); // granted already
+         f.message("granted 7 1 p:1", {}); // granted already
      }},
     {"messages for other ids or malformed are ignored",
      [](client_fixture& f) {
          f.sent(1, 1);
-         f.message("q:1 7 1", {});
-         f.message("p:1 x7 1", {});
-         f.message("p:1", {});
-         f.message("7 1", {});
-         f.message("p:1 -7 1", {});
-         f.message(" 1", {});
+         f.message("granted 7 1 q:1", {});
+         f.message("granted x7 1 p:1", {});
+         f.message("granted 7 1", {});
+         f.message("p:1 7 1", {}); // the form of the library's previous version
+         f.message("granted -7 1 p:1", {});
+         f.message("granted 7", {});
+         f.message("resized 3 100", {});
+         f.message("resized 3 100 100 x", {});
+         f.message("settled x 100", {});
          f.message("", {});
+         BOOST_TEST(f.client.capacity() == 2u);
      }},
     {"a grant published for a waiter that waits to be sent again is left to its reply",
      [](client_fixture& f) {
          f.sent(1, 1);
          f.answer(1, make(outcome::retry), {"retry #1 20ms"});
-         f.message("p:1 7 1", {});
+         f.message("granted 7 1 p:1", {});
          f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); }, {"acquire #1 p:1 n=1 wait"});
          f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
      }},
@@ -506,7 +600,8 @@ const scenario scenarios[] = {
          f.sent(1, 1);
          f.sent(2, 1);
          f.answer(2, queued(1, lease), {"watch"});
-         f.step([&](client_actions& out) { f.client.on_subscribed(f.now, out); }, {"renew #2 p:2 fence=0"});
+         f.step([&](client_actions& out) { f.client.on_subscribed(f.now, out); },
+                {"renew #2 p:2 fence=0", "usage"});
      }},
 
     // ---- renewals of a queued waiter
@@ -529,7 +624,7 @@ const scenario scenarios[] = {
          f.answer(1, queued(1, lease), {"watch"});
          f.after(lease / 3);
          f.tick({"renew #1 p:1 fence=0"});
-         f.message("p:1 7 1", {"grant #1 p:1 n=1 fence=7"});
+         f.message("granted 7 1 p:1", {"grant #1 p:1 n=1 fence=7"});
          f.renewed("p:1", granted(7, 1, lease), {});
          f.step([&](client_actions&) { f.client.on_watch_reply(wake(250ms), f.now); }, {});
          f.after(251ms);
@@ -554,7 +649,7 @@ const scenario scenarios[] = {
                  f.client.on_waiter_renewed(1, "p:2", f.now, queued(1, lease), f.now, out);
              },
              {});
-         f.message("p:1 7 1", {});          // the old id is not ours any more
+         f.message("granted 7 1 p:1", {});  // the old id is not ours any more
          f.answer(1, queued(1, lease), {}); // watched already
          f.after(lease / 3);
          f.tick({"renew #1 p:2 fence=0"});
@@ -664,6 +759,178 @@ const scenario scenarios[] = {
          f.after(lease);
          f.tick({});
      }},
+
+    // ---- the capacity learnt
+    {"a resize published while subscribed is taken; a smaller one renews the queued waiters",
+     [](client_fixture& f) {
+         f.sent(1, 2);
+         f.answer(1, queued(1, lease), {"watch"});
+         f.message("resized 3 100 100", {});
+         BOOST_TEST(f.client.capacity() == 3u);
+         f.message("resized 1 200 50", {"renew #1 p:1 fence=0"}); // Redis took it out: it hears lost
+         BOOST_TEST(f.client.capacity() == 1u);
+         f.renewed("p:1", make(outcome::lost), {"acquire #1 p:2 n=2 wait capacity=1"});
+         f.answer(1, failed(asio_sync::error::too_many_permits), {"fail #1 too_many_permits"});
+         f.message("resized 3 150 150", {}); // older than the one in force
+         f.message("settled 1 200", {});
+         BOOST_TEST(f.client.capacity() == 1u);
+     }},
+    {"the first read of the usage does not take a capacity stored before it; one stored since, it does",
+     [](client_fixture& f) {
+         f.step([&](client_actions& out) { f.client.on_subscribed(f.now, out); }, {"usage"});
+         f.read(usage(3, 0, 50, 50, 60), {}); // resized to 3 before this object read it
+         BOOST_TEST(f.client.capacity() == 2u);
+         f.sent(1, 1);
+         f.answer(1, mismatch(3, 50), {"fail #1 capacity_mismatch"});
+         f.read(usage(4, 0, 70, 70, 80), {}); // resized again since: the link was down
+         BOOST_TEST(f.client.capacity() == 4u);
+         f.acquire(2, 1, {"acquire #2 p:2 n=1 wait capacity=4"});
+     }},
+    {"an acquire refused for a resize made since the first read, whose message was missed, is sent again",
+     [](client_fixture& f) {
+         f.step([&](client_actions& out) { f.client.on_subscribed(f.now, out); }, {"usage"});
+         f.read(usage(2, 0, 0, 0, 60), {});
+         f.sent(1, 1);
+         f.answer(1, mismatch(5, 70), {"acquire #1 p:1 n=1 wait capacity=5"}); // the same id
+         f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
+         BOOST_TEST(f.client.capacity() == 5u);
+         f.acquire(2, 1, {"acquire #2 p:2 n=1 wait capacity=5"});
+         f.answer(2, mismatch(6, 65), {"fail #2 capacity_mismatch"}); // older than the one taken
+     }},
+    {"an acquire sent with a capacity this object has replaced since is sent again when refused",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.message("resized 3 100 100", {});
+         f.answer(1, mismatch(3, 100), {"acquire #1 p:1 n=1 wait capacity=3"});
+         f.answer(1, mismatch(3, 100), {"fail #1 capacity_mismatch"}); // refused with it: no loop
+     }},
+    {"a grant tells when the object existed: a resize stored since is taken from a refusal",
+     [](client_fixture& f) {
+         f.held(1, 40);
+         f.sent(2, 1);
+         f.answer(2, mismatch(5, 30), {"fail #2 capacity_mismatch"}); // stored before it existed
+         f.sent(3, 1);
+         f.answer(3, mismatch(5, 70), {"acquire #3 p:3 n=1 wait capacity=5"});
+     }},
+    {"without a first read, a refused acquire fails: the process may have been started after the resize",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, mismatch(5, 70), {"fail #1 capacity_mismatch"});
+         f.step(
+             [&](client_actions& out) {
+                 f.client.on_usage_reply(make(outcome::connection_lost), f.now, out);
+             },
+             {"usage"}); // the first read is sent again until answered
+         f.read(usage(5, 0, 70, 70, 80), {});
+         f.step(
+             [&](client_actions& out) {
+                 f.client.on_usage_reply(make(outcome::connection_lost), f.now, out);
+             },
+             {});
+         BOOST_TEST(f.client.capacity() == 2u);
+     }},
+
+    // ---- resizes
+    {"a resize is sent from the latest stamp seen, and a larger capacity completes when stored",
+     [](client_fixture& f) {
+         f.resize(1, 5, {"resize #1 p:1 capacity=5 base=0"});
+         f.resize_answer(1, resized(5, 100, 100), {"resized #1 ok"});
+         BOOST_TEST(f.client.capacity() == 5u);
+         f.message("resized 6 200 200", {});
+         f.resize(2, 4, {"resize #2 p:2 capacity=4 base=200"});
+         f.resize_answer(2, resized(4, 300, 300), {"resized #2 ok"});
+         BOOST_TEST(f.client.capacity() == 4u);
+         BOOST_TEST(f.client.resizing() == 0u);
+     }},
+    {"a shrink waits for the holders: the settled message completes it",
+     [](client_fixture& f) {
+         f.resize(1, 1, {"resize #1 p:1 capacity=1 base=0"});
+         f.resize_answer(1, resized(1, 100, 0), {}); // pending
+         BOOST_TEST(f.client.capacity() == 1u);
+         BOOST_TEST((f.client.next_wakeup() == f.now + lease / 3));
+         f.after(lease / 3);
+         f.tick({"usage"}); // the heartbeat reads the usage while it waits
+         f.read(usage(1, 2, 100, 0, 120), {});
+         f.message("settled 1 100", {"resized #1 ok"});
+         f.after(lease / 3);
+         f.tick({});
+         BOOST_TEST(!f.client.next_wakeup());
+     }},
+    {"a shrink completes from a read of the usage once the permits held fit, the message missed",
+     [](client_fixture& f) {
+         f.resize(1, 1, {"resize #1 p:1 capacity=1 base=0"});
+         f.resize_answer(1, resized(1, 100, 0), {});
+         f.after(lease / 3);
+         f.tick({"usage"});
+         f.read(usage(1, 1, 100, 0, 120), {"resized #1 ok"}); // a holder's lease lapsed: not reaped yet
+     }},
+    {"a shrink replaced by a larger capacity completes at once; by a smaller one, with that one",
+     [](client_fixture& f) {
+         f.resize(1, 2, {"resize #1 p:1 capacity=2 base=0"});
+         f.resize_answer(1, resized(2, 100, 0), {});
+         f.message("resized 5 200 200", {"resized #1 ok"});
+         f.resize(2, 2, {"resize #2 p:2 capacity=2 base=200"});
+         f.resize_answer(2, resized(2, 300, 200), {});
+         f.message("resized 1 400 200", {}); // still more held than 1
+         f.read(usage(1, 2, 400, 200, 420), {});
+         f.message("settled 1 400", {"resized #2 ok"});
+     }},
+    {"at once, a shrink completes when stored",
+     [](client_fixture& f) {
+         f.resize(1, 1, {"resize #1 p:1 capacity=1 base=0"}, false);
+         f.resize_answer(1, resized(1, 100, 0), {"resized #1 ok"});
+     }},
+    {"a resize refused for its base is sent again from the stamp in force, unless it may have run",
+     [](client_fixture& f) {
+         f.resize(1, 4, {"resize #1 p:1 capacity=4 base=0"});
+         f.resize_answer(1, conflict(3, 100), {"resize #1 p:1 capacity=4 base=100"});
+         f.resize_answer(1, make(outcome::connection_lost), {"resize #1 p:1 capacity=4 base=100"});
+         f.resize_answer(1, resized(4, 150, 150), {"resized #1 ok"}); // it had run: the replay says so
+         f.resize(2, 5, {"resize #2 p:2 capacity=5 base=150"});
+         f.resize_answer(2, make(outcome::connection_lost), {"resize #2 p:2 capacity=5 base=150"});
+         f.resize_answer(2, conflict(6, 200), {"resized #2 connection_lost"}); // it ran before, or not
+         BOOST_TEST(f.client.capacity() == 6u); // stored since this object existed: taken
+     }},
+    {"a resize answered LOADING is sent again after a pause; a missing library is loaded once",
+     [](client_fixture& f) {
+         f.resize(1, 4, {"resize #1 p:1 capacity=4 base=0"});
+         f.resize_answer(1, make(outcome::retry), {"retry #1 20ms"});
+         f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); },
+                {"resize #1 p:1 capacity=4 base=0"});
+         f.resize_answer(1, make(outcome::library_missing), {"load #1"});
+         f.step(
+             [&](client_actions& out) { f.client.on_library_loaded(1, make(outcome::loaded), f.now, out); },
+             {"resize #1 p:1 capacity=4 base=0"});
+         f.resize_answer(1, make(outcome::library_missing), {"resized #1 server_error"});
+         f.resize(2, 4, {"resize #2 p:2 capacity=4 base=0"});
+         f.resize_answer(2, make(outcome::library_missing), {"load #2"});
+         f.step(
+             [&](client_actions& out) {
+                 f.client.on_library_loaded(2, failed(redis::error::no_permission), f.now, out);
+             },
+             {"resized #2 no_permission"});
+         f.resize(3, 4, {"resize #3 p:3 capacity=4 base=0"});
+         f.resize_answer(3, failed(redis::error::read_only), {"resized #3 read_only"});
+         f.resize(4, 4, {"resize #4 p:4 capacity=4 base=0"});
+         f.resize_answer(4, make(outcome::queued), {"resized #4 server_error"});
+     }},
+    {"a capacity of 0 or above the limit fails at once; give-up, abort and close complete resizes",
+     [](client_fixture& f) {
+         f.resize(1, 0, {"resized #1 invalid_argument"});
+         f.resize(2, static_cast<std::size_t>(semaphore_library::max_capacity + 1),
+                  {"resized #2 invalid_argument"});
+         f.resize(3, 4, {"resize #3 p:1 capacity=4 base=0"});
+         f.step([&](client_actions& out) { f.client.give_up(3, boost::asio::error::operation_aborted, out); },
+                {"resized #3 aborted"});
+         f.resize_answer(3, resized(4, 100, 100), {});        // decided already
+         f.resize(4, 1, {"resize #4 p:2 capacity=1 base=0"}); // the answer given up taught nothing
+         f.resize_answer(4, resized(1, 200, 100), {});
+         f.step([&](client_actions& out) { f.client.abort_all(asio_sync::error::closed, false, out); },
+                {"resized #4 closed"});
+         f.resize(5, 1, {"resize #5 p:3 capacity=1 base=200"});
+         f.step([&](client_actions& out) { f.client.close(out); }, {"resized #5 closed"});
+         f.resize(6, 1, {"resized #6 closed"});
+     }},
 };
 
 } // namespace
@@ -678,6 +945,21 @@ BOOST_AUTO_TEST_CASE(every_scenario_produces_exactly_its_actions)
             s.steps(f);
         }
     }
+}
+
+// With adopt_capacity, the capacity in force is taken whatever it is: from the first read of the
+// usage, and from a refused acquire (even a capacity declared by another process).
+BOOST_AUTO_TEST_CASE(an_object_that_adopts_takes_the_capacity_in_force)
+{
+    client_fixture f(true);
+    f.step([&](client_actions& out) { f.client.on_subscribed(f.now, out); }, {"usage"});
+    f.read(usage(3, 0, 50, 50, 60), {});
+    BOOST_TEST(f.client.capacity() == 3u);
+    f.acquire(1, 1, {"check"});
+    f.checked(server_check::passed, {"acquire #1 p:1 n=1 wait capacity=3"});
+    f.answer(1, mismatch(7, 0), {"acquire #1 p:1 n=1 wait capacity=7"}); // declared anew since
+    f.answer(1, granted(9, 1, lease), {"grant #1 p:1 n=1 fence=9"});
+    BOOST_TEST(f.client.capacity() == 7u);
 }
 
 // ---- releases, decided without state but the holder's

@@ -7,12 +7,14 @@
 
 // The fleet-wide semaphore across a Redis Sentinel failover, on real processes (a primary, two
 // replicas, three sentinels): a busy fleet of three connections, 8 coroutines each, acquiring,
-// holding and releasing, while the primary is killed (SIGKILL) or frozen (SIGSTOP, then resumed
-// as a replica). Every acquire completes exactly once, fences granted after the failover are above
-// every fence granted before it, and the fleet goes on. With durable grants (WAIT), no
-// acknowledged grant is lost and at no instant do more than `capacity` holders believe they hold
-// a permit (a holder counts from its grant until it releases or is told of a loss), on one
-// CLOCK_MONOTONIC timeline. Without replicas, a durable acquire never completes as granted.
+// holding and releasing, while the primary is killed (SIGKILL) or frozen (SIGSTOP, then resumed as
+// a replica). Every acquire completes exactly once, fences are unique and an acquire started after
+// another was granted gets a larger fence, across the failover, and the fleet goes on. With durable
+// grants (WAIT), no acknowledged grant is lost and at no instant do more than `capacity` holders
+// believe they hold a permit (a holder counts from its grant until it releases or is told of a
+// loss), on one CLOCK_MONOTONIC timeline. A resize racing the failover is in force on the new
+// primary once acknowledged, and a shrink there settles. Without replicas, a durable acquire or
+// resize is never acknowledged.
 
 #include <asio_sync/redis/semaphore.hpp>
 
@@ -23,9 +25,12 @@
 #include "support/semaphore_timeline.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
@@ -36,9 +41,11 @@
 #include <chrono>
 #include <cstdint>
 #include <future>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -67,6 +74,7 @@ struct record
     std::vector<hold> holds;
     std::map<std::string, std::size_t> failures;                        // acquire errors by message
     std::vector<std::pair<clock_type::time_point, std::string>> losses; // grant, and how it was lost
+    std::vector<clock_type::time_point> requested; // of each hold, by index: when its acquire started
     std::size_t started = 0, completed = 0;
 };
 
@@ -79,6 +87,7 @@ asio::awaitable<void> worker(redis::semaphore& sem, record& log, const std::atom
             const std::lock_guard lock(log.mutex);
             ++log.started;
         }
+        const auto requested = clock_type::now();
         auto [ec, permit] = co_await sem.async_acquire_permit_for(1, 20s, as_result);
         const auto granted = clock_type::now();
         {
@@ -116,6 +125,7 @@ asio::awaitable<void> worker(redis::semaphore& sem, record& log, const std::atom
             h.lost = true; // lease_lost or state_lost: held up to its end all the same
         const std::lock_guard lock(log.mutex);
         log.holds.push_back(h);
+        log.requested.push_back(requested);
         if (h.lost)
             log.losses.emplace_back(
                 granted, "fence " + std::to_string(h.fence) + ": " +
@@ -134,11 +144,25 @@ enum class fault
     pause,
 };
 
+// The largest number of holds believed held at once from `from` on.
+std::size_t peak_since(std::vector<hold> holds, clock_type::time_point from)
+{
+    std::erase_if(holds, [&](const hold& h) { return h.ended <= from; });
+    for (hold& h : holds)
+        h.granted = std::max(h.granted, from);
+    return peak(holds);
+}
+
 // Runs the fleet for a while, fails the primary, waits for the failover, runs on, and checks.
 // With `replicas_behind` the replicas are frozen and cut off for half a second before the primary
-// fails, so that what the primary acknowledged meanwhile never reaches them. Returns the holds whose
-// permit was reported lost.
-std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_behind = false)
+// fails, so that what the primary acknowledged meanwhile never reaches them. With `resize`, a
+// resize from `capacity` to `grown` races the fault, and once the fleet runs on the new primary a
+// shrink to `shrunk` waits for the holders. Returns the holds whose permit was reported lost.
+constexpr std::size_t grown = 5;
+constexpr std::size_t shrunk = 2;
+
+std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_behind = false,
+                         bool resize = false)
 {
     redis_sentinel_set set;
     asio::io_context io;
@@ -180,6 +204,11 @@ std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_beh
         primary.command({"CLIENT", "KILL", "TYPE", "replica"});
         std::this_thread::sleep_for(500ms); // a scenario step, not a measure: the fleet runs on
     }
+    std::future<boost::system::error_code> grow;
+    const auto resize_started = clock_type::now();
+    if (resize)
+        grow = sems[0]->async_set_capacity(grown, redis::set_capacity_mode::at_once,
+                                           asio::use_future([](boost::system::error_code ec) { return ec; }));
     const auto failed_at = clock_type::now();
     if (how == fault::kill)
         primary.kill();
@@ -196,6 +225,20 @@ std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_beh
         primary.resume(); // the sentinels turn it into a replica of the new primary
     const std::size_t before = count_holds();
     asio_sync::test::eventually([&] { return count_holds() >= before + 50; });
+    std::optional<clock_type::time_point> shrunk_at;
+    if (resize)
+    {
+        // The acknowledged resize survived the failover; then a shrink settles on the new primary.
+        BOOST_TEST(!wait(grow));
+        auto status = sems[1]->async_status(asio::use_future);
+        BOOST_TEST(wait(status).capacity == grown);
+        auto shrink = sems[2]->async_set_capacity(
+            shrunk, asio::use_future([](boost::system::error_code ec) { return ec; }));
+        BOOST_TEST(!wait(shrink));
+        shrunk_at = clock_type::now();
+        const std::size_t settled = count_holds();
+        asio_sync::test::eventually([&] { return count_holds() >= settled + 50; });
+    }
     stop = true;
     for (auto& f : done)
         wait(f);
@@ -208,33 +251,54 @@ std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_beh
     BOOST_TEST(log.started == log.completed); // every acquire completed, once (a coroutine resumes once)
     for (const auto& [message, count] : log.failures)
         BOOST_TEST_MESSAGE("acquires failed with \"" << message << "\": " << count);
-    std::uint64_t largest_before = 0;
     std::vector<std::uint64_t> fences;
     std::size_t lost = 0;
     for (const hold& h : log.holds)
     {
         fences.push_back(h.fence);
         lost += h.lost ? 1 : 0;
-        if (h.granted < failed_at)
-            largest_before = std::max(largest_before, h.fence);
     }
     std::sort(fences.begin(), fences.end());
     BOOST_TEST((std::adjacent_find(fences.begin(), fences.end()) == fences.end())); // unique
+    // Fences grow with the grants, across the failover: an acquire started after another was
+    // granted gets a larger fence. (Its own completion time says nothing: a replay after the kill
+    // can complete a grant the old primary made, with its fence.)
+    std::vector<std::pair<clock_type::time_point, std::uint64_t>> by_grant; // (granted, largest fence so far)
     for (const hold& h : log.holds)
-        if (h.granted > failed_at + 100ms) // granted by the new primary
-            BOOST_TEST(h.fence > largest_before);
+        by_grant.emplace_back(h.granted, h.fence);
+    std::sort(by_grant.begin(), by_grant.end());
+    for (std::size_t i = 1; i < by_grant.size(); ++i)
+        by_grant[i].second = std::max(by_grant[i].second, by_grant[i - 1].second);
+    std::size_t backwards = 0;
+    for (std::size_t i = 0; i < log.holds.size(); ++i)
+    {
+        const auto earlier = std::lower_bound(by_grant.begin(), by_grant.end(),
+                                              std::make_pair(log.requested[i], std::uint64_t{0}));
+        if (earlier != by_grant.begin() && std::prev(earlier)->second >= log.holds[i].fence)
+            ++backwards;
+    }
+    BOOST_TEST(backwards == 0u);
     for (const auto& [granted, story] : log.losses)
         BOOST_TEST_MESSAGE(
             "lost: granted "
             << std::chrono::duration_cast<std::chrono::milliseconds>(granted - failed_at).count()
             << " ms from the fault, " << story);
     const std::size_t most = peak(log.holds);
-    BOOST_TEST_MESSAGE(log.holds.size() << " holds, " << lost << " lost, at most " << most
-                                        << " believed held at once (capacity " << capacity << ")");
+    BOOST_TEST_MESSAGE(log.holds.size()
+                       << " holds, " << lost << " lost, at most " << most
+                       << " believed held at once (capacity " << (resize ? grown : capacity) << ")");
     if (durable_replicas != 0)
     {
         BOOST_TEST(lost == 0u);
-        BOOST_TEST(most <= capacity);
+        BOOST_TEST(most <= (resize ? grown : capacity));
+    }
+    if (shrunk_at)
+    {
+        std::vector<hold> before_resize;
+        std::copy_if(log.holds.begin(), log.holds.end(), std::back_inserter(before_resize),
+                     [&](const hold& h) { return h.granted < resize_started; });
+        BOOST_TEST(peak(before_resize) <= capacity);
+        BOOST_TEST(peak_since(log.holds, *shrunk_at) <= shrunk);
     }
     return lost;
 }
@@ -258,6 +322,13 @@ BOOST_AUTO_TEST_CASE(replicas_behind_a_killed_primary_with_durable_grants)
     run_failover(fault::kill, 1, true);
 }
 
+// A resize races the primary's death: acknowledged, it is in force on the new primary, and a
+// shrink made there settles; the capacity in force is never exceeded.
+BOOST_AUTO_TEST_CASE(a_resize_racing_a_failover_with_durable_grants)
+{
+    run_failover(fault::kill, 1, false, true);
+}
+
 // Without durable grants the fleet goes on, fences grow, every acquire completes once; the grants
 // the primary acknowledged while the replicas were behind are lost with it (docs/cluster.md,
 // "Failover"). Whether a holder is told depends on when its release was sent: one replayed after
@@ -268,19 +339,41 @@ BOOST_AUTO_TEST_CASE(replicas_behind_a_killed_primary_without_durable_grants)
     BOOST_TEST_MESSAGE("without durable grants, " << lost << " holders were told of a loss");
 }
 
-// A durable acquire on a server without replicas is never confirmed: it times out, and gives back
-// what the primary granted it.
-BOOST_AUTO_TEST_CASE(a_durable_grant_without_replicas_is_never_acknowledged)
+// A durable semaphore on a primary without replicas.
+struct lone_primary
 {
+    lone_primary()
+        : work(asio::make_work_guard(io)), threads(io, 1),
+          conn(io, asio_sync::test::options_for(server.port()))
+    {
+    }
+
+    ~lone_primary()
+    {
+        conn.close();
+        work.reset();
+    }
+
+    static redis::semaphore_options durable()
+    {
+        redis::semaphore_options options;
+        options.lease_duration = 1000ms;
+        options.durable_replicas = 1;
+        return options;
+    }
+
     asio_sync::test::redis_server server;
     asio::io_context io;
-    auto work = asio::make_work_guard(io);
-    asio_sync::test::io_threads threads(io, 1);
-    redis::connection conn(io, asio_sync::test::options_for(server.port()));
-    redis::semaphore_options options;
-    options.lease_duration = 1000ms;
-    options.durable_replicas = 1;
-    redis::semaphore sem(conn, "jobs", 1, options);
+    asio::executor_work_guard<asio::io_context::executor_type> work;
+    asio_sync::test::io_threads threads;
+    redis::connection conn;
+    redis::semaphore sem{conn, "jobs", 1, durable()};
+};
+
+// A durable acquire on a server without replicas is never confirmed: it times out, and gives back
+// what the primary granted it.
+BOOST_FIXTURE_TEST_CASE(a_durable_grant_without_replicas_is_never_acknowledged, lone_primary)
+{
     auto f = sem.async_acquire_permit_for(
         1, 500ms, asio::use_future([](boost::system::error_code ec, redis::semaphore::permit p) {
             return std::make_pair(ec, p.count());
@@ -293,8 +386,26 @@ BOOST_AUTO_TEST_CASE(a_durable_grant_without_replicas_is_never_acknowledged)
         auto status = sem.async_status(asio::use_future);
         return wait(status).held == 0;
     });
-    conn.close();
-    work.reset();
+}
+
+// Nor is a durable resize: stored on the primary alone, it is sent again and waits for a replica,
+// until it is cancelled.
+BOOST_FIXTURE_TEST_CASE(a_durable_resize_without_replicas_is_never_acknowledged, lone_primary)
+{
+    asio::cancellation_signal cancel;
+    auto f = sem.async_set_capacity(
+        2, redis::set_capacity_mode::at_once,
+        asio::bind_cancellation_slot(cancel.slot(),
+                                     asio::use_future([](boost::system::error_code ec) { return ec; })));
+    const auto waits = [&] {
+        const std::string stats = server.command({"INFO", "commandstats"});
+        const std::size_t at = stats.find("cmdstat_wait:calls=");
+        return at == std::string::npos ? 0L : std::stol(stats.substr(at + 19));
+    };
+    asio_sync::test::eventually([&] { return waits() >= 2; }); // unconfirmed, sent again
+    BOOST_TEST(!asio_sync::test::is_ready(f));
+    asio::post(io, [&] { cancel.emit(asio::cancellation_type::terminal); });
+    BOOST_TEST((wait(f) == asio::error::operation_aborted));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -70,11 +70,26 @@ BOOST_AUTO_TEST_CASE(decodes_every_reply_word_with_its_numbers)
     BOOST_TEST((r.what == outcome::released));
     BOOST_TEST(r.n == 4u);
 
-    r = decode_semaphore_reply({}, words("usage", {5, 3, 7}));
+    r = decode_semaphore_reply(
+        {}, words("usage", {5, 3, 7, 1795653439204772, 1795653439204000, 1795653439205000}));
     BOOST_TEST((r.what == outcome::usage));
     BOOST_TEST(r.capacity == 5u);
     BOOST_TEST(r.held == 3u);
     BOOST_TEST(r.queued == 7u);
+    BOOST_TEST(r.stamp == 1795653439204772u);
+    BOOST_TEST(r.calm == 1795653439204000u);
+    BOOST_TEST(r.clock == 1795653439205000u);
+
+    r = decode_semaphore_reply({}, words("resized", {4, 1795653439204772, 1795653439204000}));
+    BOOST_TEST((r.what == outcome::resized));
+    BOOST_TEST(r.capacity == 4u);
+    BOOST_TEST(r.stamp == 1795653439204772u);
+    BOOST_TEST(r.calm == 1795653439204000u);
+
+    r = decode_semaphore_reply({}, words("conflict", {6, 1795653439204772}));
+    BOOST_TEST((r.what == outcome::conflict));
+    BOOST_TEST(r.capacity == 6u);
+    BOOST_TEST(r.stamp == 1795653439204772u);
 
     r = decode_semaphore_reply({}, words("wake", {250}));
     BOOST_TEST((r.what == outcome::wake));
@@ -89,7 +104,7 @@ BOOST_AUTO_TEST_CASE(decodes_every_reply_word_with_its_numbers)
         BOOST_TEST((decode_semaphore_reply({}, words(word)).what == expected), word);
 
     BOOST_TEST(
-        (decode_semaphore_reply({}, text(reply_kind::string, "asio_sync_v2")).what == outcome::loaded));
+        (decode_semaphore_reply({}, text(reply_kind::string, "asio_sync_v3")).what == outcome::loaded));
 }
 
 BOOST_AUTO_TEST_CASE(tells_apart_the_errors_the_client_acts_on)
@@ -105,7 +120,7 @@ BOOST_AUTO_TEST_CASE(tells_apart_the_errors_the_client_acts_on)
             message);
 
     const std::pair<const char*, error_code> errors[] = {
-        {"ASIO_SYNC_CAPACITY 3", redis::error::capacity_mismatch},
+        {"ASIO_SYNC_CAPACITY 3 1795653439204772", redis::error::capacity_mismatch},
         {"ASIO_SYNC_TOO_MANY 4 > 3", asio_sync::error::too_many_permits},
         {"ASIO_SYNC_ARGUMENT n must be positive", redis::error::invalid_argument},
         {"WRONGTYPE Operation against a key holding the wrong kind of value", redis::error::wrong_type},
@@ -123,6 +138,21 @@ BOOST_AUTO_TEST_CASE(tells_apart_the_errors_the_client_acts_on)
         BOOST_TEST(r.error == expected, message);
     }
 
+    // A refused capacity tells the one in force and its stamp; a text without them, zeros.
+    const std::pair<const char*, std::pair<std::size_t, std::uint64_t>> in_force[] = {
+        {"ASIO_SYNC_CAPACITY 3 1795653439204772", {3, 1795653439204772}},
+        {"ASIO_SYNC_CAPACITY 3 0", {3, 0}},
+        {"ASIO_SYNC_CAPACITY 3", {0, 0}},
+        {"ASIO_SYNC_CAPACITY x 5", {0, 0}},
+        {"ASIO_SYNC_CAPACITY 3 y", {0, 0}}};
+    for (const auto& [message, expected] : in_force)
+    {
+        const auto r = decode_semaphore_reply(redis::error::server_error, error_reply(message));
+        BOOST_TEST(r.error == error_code(redis::error::capacity_mismatch), message);
+        BOOST_TEST(r.capacity == expected.first, message);
+        BOOST_TEST(r.stamp == expected.second, message);
+    }
+
     const auto closed = decode_semaphore_reply(asio_sync::error::closed, {});
     BOOST_TEST((closed.what == outcome::failed));
     BOOST_TEST(closed.error == error_code(asio_sync::error::closed));
@@ -138,6 +168,9 @@ BOOST_AUTO_TEST_CASE(a_malformed_reply_is_a_server_error)
         words("granted", {1, 2, 3, 4}),      // a number too many
         words("queued", {-1, 2}),            // negative
         words("busy", {1}),                  // a number too many
+        words("usage", {1, 2, 3}),           // the form of the library's previous version
+        words("resized", {1, 2}),            // a number short
+        words("conflict", {1, 2, 3}),        // a number too many
         words("bogus"),                      // an unknown word
         [] {
             reply r = words("granted", {1, 2});

@@ -10,14 +10,17 @@
 // MONITOR connection. The server runs one command at a time and shows each to MONITOR in that
 // order, a call before the commands its function runs (lines "[db lua]"), so the index of a
 // line is a clock shared by every process, without skew. From the lines of the semaphore's keys
-// (layout in redis/detail/semaphore_library.lua) it records, per remote id: its arrival (the
-// first acquire call naming it), its grant (the HSET of its field "#<id>" in meta to
-// "<n>:<fence>") and the end of its hold (the HDEL of that field: a release or an expiry). Lines
-// of other commands are passed back to the caller, e.g. markers a test sends with ECHO.
+// (layout in redis/detail/semaphore_library.lua) it records, per remote id: its arrival (the first
+// time the server stored it: its ZADD to the queue, or its grant if it was granted at once; a call
+// refused with an error stores nothing and is no arrival), its grant (the HSET of its field "#<id>"
+// in meta to "<n>:<fence>") and the end of its hold (the HDEL of that field: a release or an
+// expiry); and every
+// change of the capacity in force (the HSET of the field "capacity" in meta: a declaration or a
+// resize). Lines of other commands are passed back to the caller, e.g. markers a test sends with
+// ECHO.
 
 #include <asio_sync/redis/detail/semaphore_script.hpp>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -104,14 +107,17 @@ struct remote_hold
     std::size_t end = 0;
 };
 
+// The capacity in force from a line on (a grant on the same line is made under it).
+struct capacity_change
+{
+    std::size_t position = 0;
+    std::size_t capacity = 0;
+};
+
 class semaphore_history
 {
 public:
-    explicit semaphore_history(std::string_view name) : script_(name)
-    {
-        using namespace std::chrono_literals;
-        acquire_function_ = script_.acquire("id", 1, 1, 1ms, redis::detail::acquire_mode::wait).at(1);
-    }
+    explicit semaphore_history(std::string_view name) : script_(name) {}
 
     // Takes the next line of MONITOR. Returns it parsed when it is not a command on the
     // semaphore's keys, for the caller to read.
@@ -122,11 +128,11 @@ public:
         if (!line || line->args.empty())
             return std::nullopt;
         const std::vector<std::string>& args = line->args;
-        const std::size_t id_index = 3 + redis::detail::semaphore_script::key_count + 1;
-        if (!line->from_script && args.size() > id_index && args[0] == "FCALL" &&
-            args[1] == acquire_function_ && args[3] == script_.keys().front())
+        if (line->from_script && args.size() >= 4 && args[0] == "ZADD" &&
+            args[1] == script_.key(redis::detail::semaphore_key::queue))
         {
-            arrivals_.try_emplace(args[id_index], position);
+            for (std::size_t i = 3; i < args.size(); i += 2)
+                arrivals_.try_emplace(args[i], position);
             return std::nullopt;
         }
         if (line->from_script && args.size() >= 3 && args[1] == meta())
@@ -134,8 +140,12 @@ public:
             if (args[0] == "HSET")
             {
                 for (std::size_t i = 2; i + 1 < args.size(); i += 2)
+                {
                     if (args[i].starts_with('#') && args[i + 1].find(':') != std::string::npos)
                         record_grant(args[i].substr(1), args[i + 1], position);
+                    else if (args[i] == "capacity")
+                        capacities_.push_back({position, static_cast<std::size_t>(std::stoull(args[i + 1]))});
+                }
             }
             else if (args[0] == "HDEL")
             {
@@ -156,6 +166,9 @@ public:
     // Every grant seen (an id granted twice twice), in grant order.
     const std::vector<remote_hold>& holds() const noexcept { return holds_; }
 
+    // Every change of the capacity in force, in order.
+    const std::vector<capacity_change>& capacities() const noexcept { return capacities_; }
+
 private:
     const std::string& meta() const { return script_.key(redis::detail::semaphore_key::meta); }
 
@@ -166,8 +179,8 @@ private:
         hold.id = id;
         hold.n = std::stoull(value.substr(0, colon));
         hold.fence = std::stoull(value.substr(colon + 1));
-        const auto arrival = arrivals_.find(id);
-        hold.arrival = arrival == arrivals_.end() ? 0 : arrival->second;
+        // Granted at once: it arrived with its grant.
+        hold.arrival = arrivals_.try_emplace(id, position).first->second;
         hold.grant = position;
         hold_by_id_[id] = holds_.size();
         holds_.push_back(std::move(hold));
@@ -181,11 +194,11 @@ private:
     }
 
     redis::detail::semaphore_script script_;
-    std::string acquire_function_;
     std::size_t lines_ = 0;
     std::map<std::string, std::size_t> arrivals_;
     std::map<std::string, std::size_t> hold_by_id_;
     std::vector<remote_hold> holds_;
+    std::vector<capacity_change> capacities_;
 };
 
 } // namespace asio_sync::test

@@ -38,10 +38,16 @@
 
 namespace asio_sync::detail {
 
+// The cancellation types an acquire honours: each leaves nothing behind.
+inline constexpr boost::asio::cancellation_type_t acquire_cancellation_types =
+    boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
+    boost::asio::cancellation_type::total;
+
 // The per-operation cancellation handler, stored in the handler's cancellation slot. It names its
 // waiter through a pointer that the engine nulls (under its lock) once the waiter has left the
-// queue, so a cancellation arriving after a grant does nothing: O(1), no search of the queue.
-template <class Engine>
+// queue, so a cancellation arriving after a grant does nothing: O(1), no search of the queue. Types
+// other than `Types` are ignored.
+template <class Engine, boost::asio::cancellation_type_t Types = acquire_cancellation_types>
 class acquire_cancellation
 {
 public:
@@ -54,8 +60,7 @@ public:
 
     void operator()(boost::asio::cancellation_type_t type)
     {
-        using boost::asio::cancellation_type;
-        if (!(type & (cancellation_type::terminal | cancellation_type::partial | cancellation_type::total)))
+        if (!(type & Types))
             return;
         waiter_list done;
         engine_->cancel(&waiter_, waiter_outcome::aborted, done);
@@ -71,7 +76,7 @@ private:
 // Installs the cancellation handler of `op`, if its handler has a connected slot. Called before
 // the waiter is visible to other threads, so no grant can race it. If that throws, the operation
 // is destroyed without invoking its handler, and the exception propagates.
-template <class Engine, class Op>
+template <boost::asio::cancellation_type_t Types = acquire_cancellation_types, class Engine, class Op>
 void install_cancellation(Engine& engine, Op* op)
 {
     auto& slot = op->slot();
@@ -79,7 +84,7 @@ void install_cancellation(Engine& engine, Op* op)
         return;
     BOOST_TRY
     {
-        op->cancel_ref = slot.template emplace<acquire_cancellation<Engine>>(engine, op).waiter_ref();
+        op->cancel_ref = slot.template emplace<acquire_cancellation<Engine, Types>>(engine, op).waiter_ref();
     }
     BOOST_CATCH(...)
     {

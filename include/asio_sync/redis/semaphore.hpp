@@ -8,7 +8,8 @@
 
 /// \file
 /// The fleet-wide counting semaphore: asio_sync::redis::basic_semaphore, the
-/// asio_sync::redis::semaphore alias, and asio_sync::redis::semaphore_status.
+/// asio_sync::redis::semaphore alias, asio_sync::redis::semaphore_status and
+/// asio_sync::redis::set_capacity_mode.
 
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/connection.hpp>
@@ -23,6 +24,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,8 +35,8 @@ namespace asio_sync::redis {
 /// A snapshot of a fleet-wide semaphore, as `basic_semaphore::async_status` reads it from Redis.
 struct semaphore_status
 {
-    /// The capacity declared in Redis by the first acquire; 0 if nobody has acquired yet (or the
-    /// semaphore's keys expired while it was idle).
+    /// The capacity in force in Redis: stored by the last resize, or else declared by the first
+    /// acquire; 0 if neither (or the keys of a semaphore never resized expired while it was idle).
     std::size_t capacity = 0;
 
     /// The permits held across the fleet under leases that have not lapsed.
@@ -43,8 +45,20 @@ struct semaphore_status
     /// The waiters queued across the fleet under leases that have not lapsed.
     std::size_t queued = 0;
 
-    /// The permits free now: `capacity - held` (0 if that is negative, which it cannot be).
+    /// The permits free now: `capacity - held`, or 0 while a shrink waits for the holders (the
+    /// permits held may then exceed the capacity).
     std::size_t available() const noexcept { return held < capacity ? capacity - held : 0; }
+};
+
+/// When `basic_semaphore::async_set_capacity` completes.
+enum class set_capacity_mode
+{
+    /// Once the resize is stored and the permits held have come down to the new capacity (at once
+    /// for a larger one).
+    wait_for_holders,
+
+    /// As soon as the resize is stored, whatever the permits held.
+    at_once,
 };
 
 /// A counting semaphore shared by every process that opens the same name on the same Redis
@@ -121,15 +135,22 @@ public:
     /// the lease) stay exact in the function library's arithmetic.
     static constexpr std::chrono::milliseconds max_lease_duration{std::chrono::hours(24 * 365)};
 
+    /// The largest capacity, 2^52: the permits held plus those asked for stay exact in the function
+    /// library's arithmetic.
+    static constexpr std::uint64_t max_capacity = detail::semaphore_library::max_capacity;
+
     /// The permits of one grant, handed to the completion handler of an acquire: move-only,
     /// renewed while it lives, released by its destructor. See `basic_permit`.
     using permit = basic_permit<Executor>;
 
     /// Opens the semaphore `name` of `capacity` permits on `conn`'s server, with leases of
     /// `lease_duration` and the default safety margin. The first acquire declares the capacity in
-    /// Redis; an acquire with another capacity fails with `error::capacity_mismatch`. The
-    /// constructor registers the semaphore's function library with the connection, which loads it
-    /// at once and on every reconnect, and subscribes to the semaphore's channel.
+    /// Redis, unless a resize stored one (`async_set_capacity`); an acquire with another capacity
+    /// than the one in force fails with `error::capacity_mismatch`, unless this object learnt that
+    /// capacity from a resize made since it first read it (or adopts whatever is in force: see
+    /// `semaphore_options::adopt_capacity`). The constructor registers the semaphore's function
+    /// library with the connection, which loads it at once and on every reconnect, subscribes to the
+    /// semaphore's channel, and reads the capacity in force once the subscription is active.
     ///
     /// @param conn The connection; it must outlive the semaphore and its permits.
     /// @param name The semaphore's name, shared by every process that uses it; its keys are
@@ -147,7 +168,8 @@ public:
     /// @param conn The connection; it must outlive the semaphore and its permits.
     /// @param name The semaphore's name. Any bytes but an empty string.
     /// @param capacity The most permits held at once across the fleet.
-    /// @param options The lease duration and the safety margin.
+    /// @param options The lease duration, the safety margin and whether to adopt the capacity in
+    /// force.
     /// @throws std::invalid_argument if `name` is empty, `options.lease_duration` is out of range,
     /// or `options.safety_margin` is negative or more than half the lease.
     basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
@@ -165,20 +187,25 @@ public:
     /// Returns the executor of the connection: the default executor of completion handlers.
     const executor_type& get_executor() const noexcept { return executor_; }
 
-    /// The capacity this semaphore object declares.
-    std::size_t capacity() const noexcept { return engine_->capacity(); }
+    /// The capacity in force as this semaphore object last learnt it: the one it was constructed
+    /// with, replaced by that of each resize it learns of (from the semaphore's channel, from a read
+    /// of the capacity, from a refused acquire, or from its own `async_set_capacity`), or by the
+    /// capacity in force when it adopts it (`semaphore_options::adopt_capacity`). An object whose
+    /// capacity Redis refuses (`error::capacity_mismatch`) keeps reporting its own. `async_status`
+    /// reads the capacity stored in Redis. Thread-safe.
+    std::size_t capacity() const noexcept { return engine_->capacity_in_force(); }
 
-    /// Gives up every pending acquire of this semaphore object: each completes with
-    /// `boost::asio::error::operation_aborted`, and its waiter is taken out of the fleet-wide queue
-    /// (a grant that raced it is given back). Permits already granted are not affected, and later
-    /// acquires work as usual. Thread-safe; invokes no handler.
+    /// Gives up every pending acquire and resize of this semaphore object: each completes with
+    /// `boost::asio::error::operation_aborted`, and each waiter is taken out of the fleet-wide queue
+    /// (a grant that raced it is given back; a resize is not undone). Permits already granted are
+    /// not affected, and later operations work as usual. Thread-safe; invokes no handler.
     void cancel();
 
     /// Closes this semaphore object, like `asio_sync::semaphore::close()`: every pending acquire
-    /// and every later one completes with `asio_sync::error::closed` (pending ones leave the
-    /// fleet-wide queue, a grant that raced them is given back). Permits already granted are not
-    /// affected: they renew and release as before. Closing twice does nothing. Thread-safe;
-    /// invokes no handler.
+    /// and resize and every later one completes with `asio_sync::error::closed` (pending waiters
+    /// leave the fleet-wide queue, a grant that raced them is given back, a resize is not undone).
+    /// Permits already granted are not affected: they renew and release as before. Closing twice
+    /// does nothing. Thread-safe; invokes no handler.
     void close();
 
     /// Starts an acquire of `n` permits, waiting in the fleet-wide queue.
@@ -200,14 +227,19 @@ public:
     ///
     /// @par Errors
     /// - none: granted.
-    /// - `asio_sync::error::too_many_permits`: `n` greater than the capacity; nothing was sent.
+    /// - `asio_sync::error::too_many_permits`: `n` greater than the capacity in force (Redis refused
+    ///   it; `n` above `max_capacity` is not sent), or a resize to a smaller capacity took the waiter
+    ///   out of the fleet-wide queue.
     /// - `asio_sync::error::closed`: `close()` was called, or the connection was closed before the
     ///   acquire was decided (whether its call was unsent, in flight or queued in Redis; its remote
     ///   waiter, if any, expires with its lease).
     /// - `boost::asio::error::operation_aborted`: cancelled (any type, or by `cancel()`), or the
     ///   semaphore was destroyed while the acquire waited.
     /// - `error::eviction_policy`: the server may evict the semaphore's keys.
-    /// - `error::capacity_mismatch`, `error::wrong_type`, `error::invalid_argument`,
+    /// - `error::capacity_mismatch`: Redis holds another capacity than this object's, which this
+    ///   object may not take (see the constructor and `semaphore_options::adopt_capacity`); nothing
+    ///   was changed.
+    /// - `error::wrong_type`, `error::invalid_argument`,
     ///   `error::no_permission`, `error::read_only`, `error::out_of_memory`,
     ///   `error::cluster_redirect`, `error::auth_failed`, `error::server_error`: Redis refused the
     ///   call (see docs/cluster.md).
@@ -226,7 +258,7 @@ public:
     /// `operation_aborted`; the connection must outlive the permit. The acquire waits in one
     /// object allocated with the handler's associated allocator.
     ///
-    /// @param n The number of permits, at most the capacity.
+    /// @param n The number of permits, at most the capacity in force.
     /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -262,7 +294,7 @@ public:
     /// @par Object lifetimes
     /// As `async_acquire_permit`; the timer lives in the acquire's object.
     ///
-    /// @param n The number of permits, at most the capacity.
+    /// @param n The number of permits, at most the capacity in force.
     /// @param timeout How long the acquire may wait.
     /// @param token The completion token.
     template <class Rep, class Period,
@@ -301,7 +333,7 @@ public:
     /// @par Object lifetimes
     /// As `async_acquire_permit`.
     ///
-    /// @param n The number of permits, at most the capacity.
+    /// @param n The number of permits, at most the capacity in force.
     /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -310,6 +342,108 @@ public:
     {
         return boost::asio::async_initiate<AcquireToken, void(boost::system::error_code, permit)>(
             initiate_async_acquire_permit(this), token, n, detail::acquire_mode::try_once, no_timeout());
+    }
+
+    /// Starts a change of the semaphore's capacity, for the whole fleet, to `n` permits, and waits
+    /// for the permits held to come down to it: `async_set_capacity(n,
+    /// set_capacity_mode::wait_for_holders, token)`.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// As the overload below.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// As the overload below.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// As the overload below.
+    ///
+    /// @param n The new capacity, from 1 to `max_capacity`.
+    /// @param token The completion token.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  ResizeToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_set_capacity(std::size_t n,
+                            ResizeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<ResizeToken, void(boost::system::error_code)>(
+            initiate_async_set_capacity(this), token, n, set_capacity_mode::wait_for_holders);
+    }
+
+    /// Starts a change of the semaphore's capacity, for the whole fleet, to `n` permits.
+    ///
+    /// The capacity is stored in Redis (the resize stored last wins) and is in force for every
+    /// process from that moment: nothing is granted beyond it. A larger capacity serves the
+    /// fleet-wide queue at once, strictly FIFO (the head first; the first waiter that does not fit
+    /// stops it). A smaller one takes no permit from its holder: while the permits held exceed it,
+    /// the shrink is pending and nothing is granted. Waiters that ask for more than it leave the
+    /// queue, and their acquires fail with `asio_sync::error::too_many_permits` in whichever process
+    /// they wait. Every process learns the new capacity (`capacity()`), from the semaphore's channel
+    /// or, should it miss the message, from its next read of the capacity; an acquire never fails
+    /// because its process had not learnt it yet. The resize outlives the semaphore's state in
+    /// Redis: its idle expiry and lost state (see "Resizing" in docs/cluster.md).
+    ///
+    /// With `set_capacity_mode::wait_for_holders` the operation completes once the permits held are
+    /// at most the new capacity (at once for a larger one); with `set_capacity_mode::at_once`, as
+    /// soon as the resize is stored. A shrink that a later resize replaces before the permits held
+    /// came down to it completes, with success, once a capacity in force since it was stored is no
+    /// longer exceeded: at once if the later resize is large enough, else with the later shrink.
+    ///
+    /// @par Completion signature
+    /// `void(boost::system::error_code)`.
+    ///
+    /// @par Per-operation cancellation
+    /// `boost::asio::cancellation_type::terminal` and `partial`, through the handler's associated
+    /// cancellation slot: the operation completes with `operation_aborted` at once. The resize is
+    /// not undone: if its call reached Redis, it is stored. `total` is not supported.
+    ///
+    /// @par Executor
+    /// The handler is never invoked from within this function; it is submitted to its associated
+    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
+    ///
+    /// @par Errors
+    /// - none: stored, and in `wait_for_holders` mode the permits held came down to it (or to a
+    ///   later resize that replaced it).
+    /// - `error::invalid_argument`: `n` is 0 or above `max_capacity`; nothing was sent.
+    /// - `error::connection_lost`: the link dropped after the resize was sent, and another resize was
+    ///   stored since, so whether this one ran before it cannot be known (read `async_status`). A
+    ///   resize whose reply was lost is otherwise sent again, and stored once.
+    /// - `asio_sync::error::closed`: `close()` was called, or the connection was closed before the
+    ///   operation completed (the resize may have been stored).
+    /// - `boost::asio::error::operation_aborted`: cancelled (terminal, partial, or by `cancel()`), or
+    ///   the semaphore was destroyed while the operation waited; the resize may have been stored.
+    /// - `error::wrong_type`, `error::no_permission`, `error::read_only`, `error::out_of_memory`,
+    ///   `error::cluster_redirect`, `error::auth_failed`, `error::server_error`: Redis refused the
+    ///   call (see docs/cluster.md); nothing was stored.
+    /// .
+    /// While Redis is unreachable the operation waits: bound it with a cancellation.
+    ///
+    /// @par Thread safety
+    /// May be called concurrently with any member function but the destructor.
+    ///
+    /// @par Object lifetimes
+    /// The semaphore may be destroyed while the operation waits, which then completes with
+    /// `operation_aborted`. The operation waits in one object allocated with the handler's
+    /// associated allocator.
+    ///
+    /// @param n The new capacity, from 1 to `max_capacity`.
+    /// @param mode When the operation completes.
+    /// @param token The completion token.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
+                  ResizeToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+    auto async_set_capacity(std::size_t n, set_capacity_mode mode,
+                            ResizeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
+    {
+        return boost::asio::async_initiate<ResizeToken, void(boost::system::error_code)>(
+            initiate_async_set_capacity(this), token, n, mode);
     }
 
     /// Starts reading the semaphore's usage across the fleet from Redis, in one read-only round
@@ -354,6 +488,7 @@ private:
     using no_timeout = std::optional<std::chrono::steady_clock::duration>;
 
     class initiate_async_acquire_permit;
+    class initiate_async_set_capacity;
     class initiate_async_status;
     struct status_read;
 

@@ -7,7 +7,7 @@
 #define ASIO_SYNC_REDIS_SEMAPHORE_OPTIONS_HPP
 
 /// @file
-/// The leases of a fleet-wide semaphore: asio_sync::redis::semaphore_options.
+/// The leases and the capacity rule of a fleet-wide semaphore: asio_sync::redis::semaphore_options.
 
 #include <chrono>
 #include <optional>
@@ -15,7 +15,8 @@
 namespace asio_sync::redis {
 
 /// The leases of a `basic_semaphore`: how long a permit (or a queued waiter) survives without a
-/// renewal, and how early this process gives up a lease it could not renew.
+/// renewal, and how early this process gives up a lease it could not renew; and whether it takes
+/// the capacity stored in Redis instead of the one it declares.
 struct semaphore_options
 {
     /// The lease of each permit and queued waiter, renewed every third of it. A process that
@@ -29,17 +30,29 @@ struct semaphore_options
     /// granted the permits. From zero to half the lease. Unset: `default_safety_margin(lease)`.
     std::optional<std::chrono::milliseconds> safety_margin;
 
+    /// Whether the semaphore adopts the capacity in force in Redis, whatever it is. By default
+    /// (false) the capacity given to the constructor must be the one in force: an acquire fails with
+    /// `error::capacity_mismatch` when Redis holds another, declared by the first acquire of another
+    /// process or stored by a resize made before this semaphore object first read the capacity
+    /// (see `basic_semaphore::async_set_capacity`). With true, the first acquire refused for its
+    /// capacity is sent again with the one in force, which `basic_semaphore::capacity()` then
+    /// reports; the constructor's capacity is only declared when Redis holds none. For processes
+    /// that should follow whatever the fleet was resized to, such as ones started from a
+    /// configuration that predates a resize.
+    bool adopt_capacity = false;
+
     /// Durable grants, for a primary with replicas (Sentinel): when not zero, an acquire completes,
-    /// and a renewal extends a lease, only once `WAIT` has confirmed that at least this many
-    /// replicas have the write, so that a failover cannot lose an acknowledged grant or shorten a
-    /// lease this process relies on. A `WAIT` that confirms fewer (it waits a tenth of the lease)
-    /// makes a grant or a place in the queue count as a lost reply: the call is sent again under
-    /// the same id and confirmed again, so an acquire waits while too few replicas answer (bounded
-    /// by its own timeout or cancellation). Errors, and answers that store nothing (a try that
-    /// finds no room, a lease already lost), count at once. Sentinel promotes the replica with the
-    /// largest replication offset among those of the best `replica-priority`: with equal
-    /// priorities, 1 suffices; the number of replicas survives any choice. Zero (the default):
-    /// grants are acknowledged by the primary alone (see "Failover" in docs/cluster.md).
+    /// a renewal extends a lease, and a resize is acknowledged only once `WAIT` has confirmed that
+    /// at least this many replicas have the write, so that a failover cannot lose an acknowledged
+    /// grant or shorten a lease this process relies on. A `WAIT` that confirms fewer (it waits a
+    /// tenth of the lease) makes a grant, a place in the queue or a stored resize count as a lost
+    /// reply: the call is sent again under the same id and confirmed again, so an acquire or a
+    /// resize waits while too few replicas answer (bounded by its own timeout or cancellation).
+    /// Errors, and answers that store nothing (a try that finds no room, a lease already lost),
+    /// count at once. Sentinel promotes the replica with the largest replication offset it knows of
+    /// among those of the best `replica-priority`: 1 suffices while the replicas keep in step; the
+    /// number of replicas survives any choice. Zero (the default): grants are acknowledged by the
+    /// primary alone (see "Failover" in docs/cluster.md).
     unsigned durable_replicas = 0;
 
     /// The default safety margin: a fiftieth of the lease plus 5 ms (205 ms for a lease of 10 s).

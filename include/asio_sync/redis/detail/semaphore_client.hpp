@@ -26,6 +26,26 @@
 // same id and is never granted twice. An acquire given up locally (cancelled, timed out, closed)
 // completes at once and, if its id was ever sent, releases it after its acquire on the same
 // ordered link: a grant that raced the give-up is handed back exactly once.
+//
+// Capacity. The object works with the capacity it was constructed with until it learns of another
+// in force: from a message on the channel (a resize, or a shrink settled), from a read of the usage
+// (on every subscription, and each third of a lease while a resize of its own waits for the holders),
+// from the refusal of an acquire (ASIO_SYNC_CAPACITY tells the capacity in force), or from its own
+// resize. It takes the capacity of a resize stored while it existed: one published while it was
+// subscribed, one made by itself, or one whose stamp is above a token at which it is known to have
+// existed (the clock of a read of the usage, the fence of a grant, the stamp of a resize it took;
+// stamps, fences and clocks are all tokens of one sequence). A capacity stored before that (a
+// resize, or the declaration of another process) it takes only with adopt_capacity; otherwise its
+// acquires keep failing with capacity_mismatch. A refused acquire that it may take the capacity from
+// is sent again with it, under the same id: a missed message costs a round trip, never a failure.
+//
+// Resizes. A resize is sent from the latest stamp seen; the library stores it only from that stamp,
+// so one whose reply was lost is sent again safely: it answers resized if it ran and is in force,
+// stores it if nothing ran since, and otherwise (a resize ran since, this one's outcome unknown)
+// fails with connection_lost. A resize that waits for the holders completes once some capacity in
+// force since it was stored was no longer exceeded: a calm (published with resized and settled, read
+// with the usage) at least its stamp, or a usage read under its stamp or a later one with the permits
+// held within the capacity.
 
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/detail/lease_view.hpp>
@@ -37,6 +57,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +67,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -61,11 +83,12 @@ enum class server_check
 
 struct client_options
 {
-    std::size_t capacity = 0;
+    std::size_t capacity = 0; // declared at construction
     std::chrono::milliseconds lease{0};
     std::chrono::milliseconds safety_margin{0};
-    std::string id_prefix; // unique across the fleet
-    bool durable = false;  // grants are confirmed by the replicas: a published grant is only a hint
+    std::string id_prefix;       // unique across the fleet
+    bool adopt_capacity = false; // take the capacity in force, whatever it is
+    bool durable = false;        // grants are confirmed by the replicas: a published grant is only a hint
 };
 
 // One thing for the engine to do.
@@ -73,16 +96,19 @@ struct client_action
 {
     enum class type
     {
-        send_acquire, // acquire(id, n, mode) for the waiter `serial`
+        send_acquire, // acquire(id, n, capacity, mode) for the waiter `serial`
         send_renew,   // renew(id, fence) for the waiter `serial`, or for a holder (serial 0)
         send_release, // release(id, fence) of a waiter given up; nobody waits for the reply
         send_watch,   // watch(): when the queue may be served
         send_check,   // CONFIG GET maxmemory*: may the server evict the semaphore's keys?
+        send_resize,  // resize(id, capacity, base) for the resize `serial`
+        send_usage,   // usage(): the capacity in force, its stamp and calm, the permits held
         load_library, // FUNCTION LOAD; for the waiter `serial` (on_library_loaded), or for nobody
         retry_later,  // on_retry(serial) after `delay`
         grant,        // complete the acquire `serial`: id, n, fence, lease
         fail,         // complete the acquire `serial` with `error`
         lose,         // the permit of the holder `id` is lost, with `error`
+        resize_done,  // complete the resize `serial` with `error` (none: done)
     };
 
     using time_point = std::chrono::steady_clock::time_point;
@@ -91,18 +117,21 @@ struct client_action
     std::uint64_t serial = 0;
     std::string id;
     std::size_t n = 0;
+    std::size_t capacity = 0;
     std::uint64_t fence = 0;
+    std::uint64_t base = 0; // the stamp a resize is sent from
     acquire_mode mode = acquire_mode::wait;
     time_point sent_at{}; // a send's time, to pass back with its reply
     std::chrono::milliseconds delay{0};
     boost::system::error_code error;
     std::shared_ptr<lease_view> lease;
 
-    static client_action send_acquire(std::uint64_t serial, std::string id, std::size_t n, acquire_mode mode,
-                                      time_point sent_at)
+    static client_action send_acquire(std::uint64_t serial, std::string id, std::size_t n,
+                                      std::size_t capacity, acquire_mode mode, time_point sent_at)
     {
         client_action a = of(type::send_acquire, serial, std::move(id));
         a.n = n;
+        a.capacity = capacity;
         a.mode = mode;
         a.sent_at = sent_at;
         return a;
@@ -120,6 +149,23 @@ struct client_action
     static client_action send_release(std::string id) { return of(type::send_release, 0, std::move(id)); }
     static client_action send_watch() { return of(type::send_watch, 0, {}); }
     static client_action send_check() { return of(type::send_check, 0, {}); }
+    static client_action send_usage() { return of(type::send_usage, 0, {}); }
+
+    static client_action send_resize(std::uint64_t serial, std::string id, std::size_t capacity,
+                                     std::uint64_t base)
+    {
+        client_action a = of(type::send_resize, serial, std::move(id));
+        a.capacity = capacity;
+        a.base = base;
+        return a;
+    }
+
+    static client_action resize_done(std::uint64_t serial, boost::system::error_code ec)
+    {
+        client_action a = of(type::resize_done, serial, {});
+        a.error = ec;
+        return a;
+    }
     static client_action load_library(std::uint64_t serial) { return of(type::load_library, serial, {}); }
 
     static client_action retry_later(std::uint64_t serial, std::chrono::milliseconds delay)
@@ -198,9 +244,15 @@ public:
     // LOADING or BUSY: the pause before an acquire is sent again.
     static constexpr std::chrono::milliseconds retry_delay{20};
 
-    explicit semaphore_client(client_options options) : options_(std::move(options)) {}
+    explicit semaphore_client(client_options options)
+        : options_(std::move(options)), capacity_(options_.capacity)
+    {
+    }
 
     const client_options& options() const noexcept { return options_; }
+
+    // The capacity this object works with: its own until it learns of another in force (above).
+    std::size_t capacity() const noexcept { return capacity_; }
 
     // ---- acquires
 
@@ -212,6 +264,10 @@ public:
             return fail(serial, asio_sync::error::closed, out);
         if (check_ == check_state::refused)
             return fail(serial, redis::error::eviction_policy, out);
+        // A capacity of 0, never replaced, admits nothing; Redis would refuse to declare it. Any
+        // other is checked by Redis, against the capacity in force.
+        if (capacity_ == 0)
+            return fail(serial, asio_sync::error::too_many_permits, out);
         waiter& w = waiters_[serial];
         w.n = n;
         w.mode = mode;
@@ -231,10 +287,10 @@ public:
     // ever sent, is released. Nothing if it was decided already.
     void give_up(std::uint64_t serial, boost::system::error_code why, client_actions& out)
     {
-        const auto it = waiters_.find(serial);
-        if (it == waiters_.end())
-            return;
-        remove(it, why, true, out);
+        if (const auto it = waiters_.find(serial); it != waiters_.end())
+            remove(it, why, true, out);
+        else if (resizes_.count(serial))
+            finish_resize(serial, why, out); // not undone: it may have been stored
     }
 
     // Every pending acquire completes with `why`; with `remotely`, the ids sent are released (a
@@ -243,9 +299,11 @@ public:
     {
         while (!waiters_.empty())
             remove(waiters_.begin(), why, remotely, out);
+        while (!resizes_.empty())
+            finish_resize(resizes_.begin()->first, why, out);
     }
 
-    // Fails the pending acquires and every later one with error::closed, like the local
+    // Fails the pending acquires and resizes and every later one with error::closed, like the local
     // semaphore's close(). Holders keep their leases.
     void close(client_actions& out)
     {
@@ -293,6 +351,14 @@ public:
         case outcome::busy:
             return fail(serial, boost::asio::error::would_block, out);
         case outcome::failed:
+            // Refused for its capacity: sent again (it changed nothing) if this object now works with
+            // another capacity than the one it was sent with, learnt from the refusal or meanwhile.
+            if (r.error == redis::error::capacity_mismatch)
+            {
+                learn(r.capacity, r.stamp, told::refusal, now, out);
+                if (capacity_ != w->capacity)
+                    return send_acquire(serial, *w, now, out);
+            }
             return fail(serial, r.error, out);
         default:
             return fail(serial, redis::error::server_error, out);
@@ -302,9 +368,10 @@ public:
     // The pause after LOADING or BUSY is over.
     void on_retry(std::uint64_t serial, clock::time_point now, client_actions& out)
     {
-        const auto it = waiters_.find(serial);
-        if (it != waiters_.end() && it->second.at == phase::retrying)
+        if (const auto it = waiters_.find(serial); it != waiters_.end() && it->second.at == phase::retrying)
             send_acquire(serial, it->second, now, out);
+        else if (const auto r = resizes_.find(serial); r != resizes_.end() && r->second.at == phase::retrying)
+            send_resize(serial, r->second, out);
     }
 
     // The library was loaded again for the acquire `serial`: send it again, or fail it with the
@@ -312,51 +379,50 @@ public:
     void on_library_loaded(std::uint64_t serial, const semaphore_reply& r, clock::time_point now,
                            client_actions& out)
     {
-        const auto it = waiters_.find(serial);
-        if (it == waiters_.end() || it->second.at != phase::reloading)
-            return;
-        if (r.what == outcome::loaded || r.what == outcome::connection_lost)
-            return send_acquire(serial, it->second, now, out);
-        fail(serial, r.what == outcome::failed ? r.error : redis::error::server_error, out);
+        const bool loaded = r.what == outcome::loaded || r.what == outcome::connection_lost;
+        const boost::system::error_code why =
+            r.what == outcome::failed ? r.error : redis::error::server_error;
+        if (const auto it = waiters_.find(serial); it != waiters_.end() && it->second.at == phase::reloading)
+            return loaded ? send_acquire(serial, it->second, now, out) : fail(serial, why, out);
+        if (const auto it = resizes_.find(serial); it != resizes_.end() && it->second.at == phase::reloading)
+            return loaded ? send_resize(serial, it->second, out) : finish_resize(serial, why, out);
     }
 
-    // A grant published on the semaphore's channel: "<id> <fence> <n>" (fence and n are the last
-    // two words, whatever the id holds). A hint for the waiter of that id, if it is ours. With
-    // durable grants the waiter is renewed at once instead: the renewal's confirmed reply grants it.
+    // A message on the semaphore's channel, a hint: "granted <fence> <n> <id>" for the waiter of that
+    // id, if it is ours (the id is the rest of the message, whatever it holds); "resized <capacity>
+    // <stamp> <calm>", a resize stored while this object was subscribed; "settled <capacity>
+    // <stamp>", the permits held came down to that resize's capacity. With durable grants a granted
+    // waiter is renewed at once instead: the renewal's confirmed reply grants it.
     void on_message(std::string_view message, clock::time_point now, client_actions& out)
     {
-        const std::size_t n_at = message.rfind(' ');
-        if (n_at == std::string_view::npos || n_at == 0)
+        using semaphore_library::reply_word;
+        const std::string_view kind = next_word(message);
+        std::uint64_t first = 0;
+        std::uint64_t second = 0;
+        if (!next_number(message, first) || !next_number(message, second))
             return;
-        const std::size_t fence_at = message.rfind(' ', n_at - 1);
-        if (fence_at == std::string_view::npos)
-            return;
-        std::uint64_t fence = 0;
-        for (const char c : message.substr(fence_at + 1, n_at - fence_at - 1))
+        if (kind == word(reply_word::granted))
+            return on_granted(message, first, now, out);
+        std::uint64_t calm = second;
+        if (kind == word(reply_word::resized) && next_number(message, calm) && message.empty())
         {
-            if (c < '0' || c > '9')
-                return;
-            fence = fence * 10 + static_cast<std::uint64_t>(c - '0');
+            learn(static_cast<std::size_t>(first), second, told::resize, now, out);
+            return settle(calm, out);
         }
-        const auto serial = serial_of_.find(message.substr(0, fence_at));
-        if (serial == serial_of_.end())
-            return;
-        waiter& w = waiters_.at(serial->second);
-        if (options_.durable)
+        if (kind == word(reply_word::settled) && message.empty())
         {
-            // An acquire in flight hears it from its own confirmed reply.
-            if (w.at == phase::queued)
-                out.push_back(client_action::send_renew(serial->second, w.id, 0, now));
-            return;
+            learn(static_cast<std::size_t>(first), second, told::observation, now, out);
+            settle(second, out);
         }
-        // Its lease is the waiter lease that its last deadline-setting call set.
-        if (w.at == phase::in_flight || w.at == phase::queued)
-            grant(serial->second, w, fence, w.lease_end, out);
     }
 
     // The subscription became active (again): grants published while it was not are re-checked
-    // by renewing every queued waiter.
-    void on_subscribed(clock::time_point now, client_actions& out) { renew_waiters(now, out); }
+    // by renewing every queued waiter, and resizes by reading the usage.
+    void on_subscribed(clock::time_point now, client_actions& out)
+    {
+        renew_waiters(now, out);
+        out.push_back(client_action::send_usage());
+    }
 
     void on_waiter_renewed(std::uint64_t serial, std::string_view id, clock::time_point sent_at,
                            const semaphore_reply& r, clock::time_point now, client_actions& out)
@@ -421,6 +487,84 @@ public:
         if (check_ != check_state::checking)
             check_ = check_state::unchecked;
     }
+
+    // ---- capacity
+
+    // A resize to `capacity`, `serial` chosen by the engine and unique among acquires and resizes;
+    // with `settle`, it completes once the permits held have come down to it.
+    void start_resize(std::uint64_t serial, std::size_t capacity, bool settle, client_actions& out)
+    {
+        if (closed_)
+            return out.push_back(client_action::resize_done(serial, asio_sync::error::closed));
+        if (capacity == 0 || capacity > semaphore_library::max_capacity)
+            return out.push_back(client_action::resize_done(serial, redis::error::invalid_argument));
+        resize_request& r = resizes_[serial];
+        r.id = next_id();
+        r.capacity = capacity;
+        r.settle = settle;
+        r.base = latest_;
+        send_resize(serial, r, out);
+    }
+
+    void on_resize_reply(std::uint64_t serial, std::string_view id, const semaphore_reply& r,
+                         clock::time_point now, client_actions& out)
+    {
+        const auto it = resizes_.find(serial);
+        if (it == resizes_.end() || it->second.id != id || it->second.at != phase::in_flight)
+            return;
+        resize_request& request = it->second;
+        switch (r.what)
+        {
+        case outcome::connection_lost: // it may have run: sent again from the same base
+            request.replayed = true;
+            return send_resize(serial, request, out);
+        case outcome::retry:
+            request.at = phase::retrying;
+            return out.push_back(client_action::retry_later(serial, retry_delay));
+        case outcome::library_missing:
+            if (request.reloaded)
+                return finish_resize(serial, redis::error::server_error, out);
+            request.reloaded = true;
+            request.at = phase::reloading;
+            return out.push_back(client_action::load_library(serial));
+        case outcome::resized:
+            learn(r.capacity, r.stamp, told::resize, now, out);
+            request.stamp = r.stamp;
+            if (!request.settle || r.calm >= r.stamp)
+                return finish_resize(serial, {}, out);
+            request.at = phase::settling;
+            return start_heartbeat(now);
+        case outcome::conflict:
+            // Not stored: another resize ran since its base. Sent again from the stamp in force,
+            // unless an earlier send's reply was lost: that one may have run, before the other.
+            learn(r.capacity, r.stamp, told::observation, now, out);
+            if (request.replayed)
+                return finish_resize(serial, redis::error::connection_lost, out);
+            request.base = r.stamp;
+            return send_resize(serial, request, out);
+        case outcome::failed:
+            return finish_resize(serial, r.error, out);
+        default:
+            return finish_resize(serial, redis::error::server_error, out);
+        }
+    }
+
+    // A read of the usage: the capacity in force, and whether the resizes that wait for the holders
+    // are done. Its clock is a token at which this object existed.
+    void on_usage_reply(const semaphore_reply& r, clock::time_point now, client_actions& out)
+    {
+        if (r.what == outcome::connection_lost && since_ == 0)
+            return out.push_back(client_action::send_usage());
+        if (r.what != outcome::usage)
+            return;
+        learn(r.capacity, r.stamp, told::observation, now, out);
+        settle(r.calm, out);
+        if (r.held <= r.capacity)
+            settle(r.stamp, out);
+        existed_at(r.clock);
+    }
+
+    std::size_t resizing() const noexcept { return resizes_.size(); }
 
     // ---- holders
 
@@ -507,7 +651,8 @@ public:
     // ---- the clock
 
     // Declares lost the holders whose lease deadline has come; renews every holder and queued
-    // waiter each third of a lease, and the queued waiters when the queue may be served.
+    // waiter each third of a lease, and the queued waiters when the queue may be served; reads the
+    // usage each third of a lease while a resize waits for the holders.
     void on_tick(clock::time_point now, client_actions& out)
     {
         for (auto it = holders_.begin(); it != holders_.end(); ++it)
@@ -520,7 +665,10 @@ public:
                 if (!h.lost)
                     out.push_back(client_action::send_renew(0, id, h.fence, now));
             renew_waiters(now, out);
-            if (!holders_.empty() || !waiters_.empty())
+            if (std::any_of(resizes_.begin(), resizes_.end(),
+                            [](const auto& r) { return r.second.at == phase::settling; }))
+                out.push_back(client_action::send_usage());
+            if (!holders_.empty() || !waiters_.empty() || !resizes_.empty())
                 start_heartbeat(now);
         }
         if (watch_at_ && now >= *watch_at_)
@@ -534,7 +682,7 @@ public:
     // deadline and the watch; none once the client holds nothing and waits for nothing.
     std::optional<clock::time_point> next_wakeup() const
     {
-        // The heartbeat runs while anything is held or waited for.
+        // The heartbeat runs while anything is held or waited for, a resize included.
         if (!next_heartbeat_)
             return std::nullopt;
         clock::time_point next = *next_heartbeat_;
@@ -557,6 +705,7 @@ private:
         queued,    // Redis queued it: renewed, watched, granted by a message or a renewal
         retrying,  // waits to be sent again after LOADING or BUSY
         reloading, // waits for the library to load again
+        settling,  // a resize stored, which waits for the permits held to come down to it
     };
 
     enum class check_state
@@ -573,6 +722,7 @@ private:
         std::size_t n = 0;
         acquire_mode mode = acquire_mode::wait;
         phase at = phase::checking;
+        std::size_t capacity = 0;      // the capacity its acquire was last sent with
         bool sent = false;             // its id was sent: giving up releases it
         bool reloaded = false;         // the library was loaded again for it once
         clock::time_point lease_end{}; // the earliest its waiter lease can end on the server
@@ -586,6 +736,18 @@ private:
         bool lost = false;
         boost::system::error_code lost_why;
         std::shared_ptr<lease_view> view;
+    };
+
+    struct resize_request
+    {
+        std::string id;
+        std::size_t capacity = 0;
+        bool settle = true;      // completes once the permits held have come down to it
+        std::uint64_t base = 0;  // the stamp it is sent from
+        std::uint64_t stamp = 0; // once stored
+        phase at = phase::in_flight;
+        bool replayed = false; // sent again after a reply lost with the link: it may have run
+        bool reloaded = false; // the library was loaded again for it once
     };
 
     using waiter_map = std::map<std::uint64_t, waiter>;
@@ -613,11 +775,13 @@ private:
                            [](const auto& w) { return w.second.at == phase::queued; });
     }
 
+    std::string next_id() { return options_.id_prefix + ":" + std::to_string(++id_counter_); }
+
     void new_id(std::uint64_t serial, waiter& w)
     {
         if (!w.id.empty())
             serial_of_.erase(w.id);
-        w.id = options_.id_prefix + ":" + std::to_string(++id_counter_);
+        w.id = next_id();
         w.sent = false;
         serial_of_[w.id] = serial;
     }
@@ -638,7 +802,112 @@ private:
             w.lease_end = now + options_.lease;
         }
         w.at = phase::in_flight;
-        out.push_back(client_action::send_acquire(serial, w.id, w.n, w.mode, now));
+        w.capacity = capacity_;
+        out.push_back(client_action::send_acquire(serial, w.id, w.n, capacity_, w.mode, now));
+    }
+
+    void send_resize(std::uint64_t serial, resize_request& r, client_actions& out)
+    {
+        r.at = phase::in_flight;
+        out.push_back(client_action::send_resize(serial, r.id, r.capacity, r.base));
+    }
+
+    void finish_resize(std::uint64_t serial, boost::system::error_code ec, client_actions& out)
+    {
+        resizes_.erase(serial);
+        out.push_back(client_action::resize_done(serial, ec));
+    }
+
+    // Completes the resizes that wait for the holders whose stamp is at most `calm`: some capacity in
+    // force since they were stored was no longer exceeded.
+    void settle(std::uint64_t calm, client_actions& out)
+    {
+        for (auto it = resizes_.begin(); it != resizes_.end();)
+        {
+            const auto current = it++; // finish_resize erases it
+            if (current->second.at == phase::settling && current->second.stamp <= calm)
+                finish_resize(current->first, {}, out);
+        }
+    }
+
+    // How this object learns of a capacity in force.
+    enum class told
+    {
+        resize,      // by a resize stored while it existed: a message, or its own
+        observation, // by a read of the usage, a settled shrink, a refused resize
+        refusal,     // by an acquire refused for its capacity: its own is not in force
+    };
+
+    // Learns that `capacity` is in force under `stamp`; takes it if it may (above). Waiters are
+    // renewed when it shrinks: Redis took those that ask for more out of the queue, and their
+    // renewal answers lost.
+    void learn(std::size_t capacity, std::uint64_t stamp, told how, clock::time_point now,
+               client_actions& out)
+    {
+        const bool adopt = options_.adopt_capacity;
+        latest_ = std::max(latest_, stamp);
+        if (how == told::resize)
+            existed_at(stamp);
+        // An older stamp is news only to an object that adopts what a refusal says is in force
+        // (a capacity declared again after a reset by hand has the stamp 0).
+        if (capacity == 0 || (stamp < stamp_ && !(adopt && how == told::refusal)))
+            return;
+        if (capacity != capacity_ && !adopt && how != told::resize && !(since_ != 0 && stamp > since_))
+            return;
+        const bool smaller = capacity < capacity_;
+        capacity_ = capacity;
+        stamp_ = stamp;
+        if (smaller)
+            renew_waiters(now, out);
+    }
+
+    // This object existed at `token` (a fence, a stamp or a clock): it takes the capacity of every
+    // resize stored after it.
+    void existed_at(std::uint64_t token) noexcept
+    {
+        if (token != 0)
+            since_ = since_ == 0 ? token : std::min(since_, token);
+    }
+
+    // The rest of a "granted <fence> <n> <id>" message, after its n: the id.
+    void on_granted(std::string_view id, std::uint64_t fence, clock::time_point now, client_actions& out)
+    {
+        const auto serial = serial_of_.find(id);
+        if (serial == serial_of_.end())
+            return;
+        waiter& w = waiters_.at(serial->second);
+        if (options_.durable)
+        {
+            // An acquire in flight hears it from its own confirmed reply.
+            if (w.at == phase::queued)
+                out.push_back(client_action::send_renew(serial->second, w.id, 0, now));
+            return;
+        }
+        // Its lease is the waiter lease that its last deadline-setting call set.
+        if (w.at == phase::in_flight || w.at == phase::queued)
+            grant(serial->second, w, fence, w.lease_end, out);
+    }
+
+    static std::string_view word(semaphore_library::reply_word w) noexcept
+    {
+        return semaphore_library::reply_words[static_cast<std::size_t>(w)];
+    }
+
+    // The text up to the next space, taken off `text` with the space.
+    static std::string_view next_word(std::string_view& text) noexcept
+    {
+        const std::size_t end = std::min(text.find(' '), text.size());
+        const std::string_view first = text.substr(0, end);
+        text.remove_prefix(std::min(end + 1, text.size()));
+        return first;
+    }
+
+    // The next word of `text` as a decimal number, taken off it; false if it is not one.
+    static bool next_number(std::string_view& text, std::uint64_t& value) noexcept
+    {
+        const std::string_view digits = next_word(text);
+        const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+        return !digits.empty() && error == std::errc() && end == digits.data() + digits.size();
     }
 
     void renew_waiters(clock::time_point now, client_actions& out)
@@ -684,6 +953,7 @@ private:
     void grant(std::uint64_t serial, waiter& w, std::uint64_t fence, clock::time_point lease_end,
                client_actions& out)
     {
+        existed_at(fence);
         holder h;
         h.n = w.n;
         h.fence = fence;
@@ -704,6 +974,11 @@ private:
     }
 
     client_options options_;
+    std::size_t capacity_;     // the capacity this object works with
+    std::uint64_t stamp_ = 0;  // the stamp of capacity_ (0: a declaration)
+    std::uint64_t latest_ = 0; // the latest stamp seen: a resize is sent from it
+    std::uint64_t since_ = 0;  // the earliest token at which this object is known to exist (0: none)
+    std::map<std::uint64_t, resize_request> resizes_;             // by serial
     waiter_map waiters_;                                          // by serial: the order the acquires started
     std::map<std::string, std::uint64_t, std::less<>> serial_of_; // a waiter's serial by its id
     holder_map holders_;

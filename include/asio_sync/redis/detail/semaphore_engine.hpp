@@ -7,7 +7,7 @@
 #define ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_ENGINE_HPP
 
 // The driver of one redis::basic_semaphore: it feeds the events of the connection (replies,
-// published grants, (re)connections), of the clock and of the local operations to the client
+// messages on the channel, (re)connections), of the clock and of the local operations to the client
 // state machine (semaphore_client.hpp), and carries out the actions it returns: calls of the
 // function library, the timer, and the completions of the operations (semaphore_ops.hpp).
 //
@@ -34,6 +34,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -41,6 +42,7 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,11 +65,12 @@ public:
 
     semaphore_engine(connection_type& connection, std::string_view name, std::size_t capacity,
                      std::chrono::milliseconds lease, std::chrono::milliseconds safety_margin,
-                     unsigned durable_replicas = 0)
+                     bool adopt_capacity, unsigned durable_replicas)
         : connection_(connection), link_(access::shared_impl(connection)),
           executor_(connection.get_executor()), script_(name), durable_replicas_(durable_replicas),
-          client_(client_options{capacity, lease, safety_margin, random_prefix(), durable_replicas != 0}),
-          timer_(executor_)
+          client_(client_options{capacity, lease, safety_margin, random_prefix(), adopt_capacity,
+                                 durable_replicas != 0}),
+          capacity_(capacity), timer_(executor_)
     {
     }
 
@@ -117,7 +120,8 @@ public:
         abort_waiters(boost::asio::error::operation_aborted);
     }
 
-    // Completes every pending acquire with `ec`, and takes their waiters out of the remote queue.
+    // Completes every pending acquire and resize with `ec`, and takes the waiters out of the remote
+    // queue.
     void abort_waiters(boost::system::error_code ec)
     {
         run([&](client_actions& out) { client_.abort_all(ec, true, out); });
@@ -138,6 +142,26 @@ public:
         core::start_acquire<remote_acquire_op>(*this, std::move(handler), executor_, n, grant, mode, timeout);
     }
 
+    // Starts a resize to `n`; with `settle`, it completes once the permits held have come down to it.
+    template <class Handler>
+    void set_capacity(std::size_t n, bool settle, Handler handler)
+    {
+        using op_type = status_op<Handler, Executor, remote_op>;
+        op_type* op = op_type::create(std::move(handler), executor_);
+        // A resize is not undone: once sent it may have been stored, so it honours no `total`.
+        core::install_cancellation<boost::asio::cancellation_type::terminal |
+                                   boost::asio::cancellation_type::partial>(*this, op);
+        run([&](client_actions& out) {
+            op->serial = ++serials_;
+            waiters_.push_back(*op);
+            op->queued.store(true, std::memory_order_relaxed);
+            client_.start_resize(op->serial, n, settle, out);
+        });
+    }
+
+    // The capacity in force as this object last learnt it; from any thread.
+    std::size_t capacity_in_force() const noexcept { return capacity_.load(std::memory_order_relaxed); }
+
     // ---- the engine concept of start_acquire.hpp. Nothing is decided without Redis but n == 0.
 
     bool try_acquire(std::size_t n, bool) const noexcept
@@ -145,7 +169,13 @@ public:
         return n == 0 && !closed_.load(std::memory_order_relaxed);
     }
 
-    std::size_t capacity() const noexcept { return client_.options().capacity; }
+    // The most one acquire may ask for before Redis is asked: the library's limit. Redis refuses
+    // more than the capacity in force, which this process may not have learnt yet.
+    std::size_t capacity() const noexcept
+    {
+        return static_cast<std::size_t>(std::min<std::uint64_t>(semaphore_library::max_capacity,
+                                                                std::numeric_limits<std::size_t>::max()));
+    }
 
     core::waiter_outcome enqueue(core::semaphore_waiter& w, std::size_t n)
     {
@@ -180,7 +210,7 @@ public:
         if (!w || !w->queued.load(std::memory_order_relaxed))
             return false;
         client_actions out;
-        client_.give_up(static_cast<remote_waiter*>(w)->serial, core::to_error_code(why), out);
+        client_.give_up(static_cast<remote_op*>(w)->serial, core::to_error_code(why), out);
         carry_out(out, done);
         rearm();
         return true;
@@ -269,6 +299,7 @@ private:
             event(out);
             carry_out(out, done, &lost);
             rearm();
+            capacity_.store(client_.capacity(), std::memory_order_relaxed);
         }
         core::complete_all(done);
         for (const auto& signal : lost)
@@ -299,6 +330,12 @@ private:
             case client_action::type::send_check:
                 send_check();
                 break;
+            case client_action::type::send_resize:
+                send_resize(a);
+                break;
+            case client_action::type::send_usage:
+                send_usage();
+                break;
             case client_action::type::load_library:
                 load_library(a.serial);
                 break;
@@ -309,10 +346,12 @@ private:
                 grant(a, done);
                 break;
             case client_action::type::fail:
-                if (remote_waiter* w = find(a.serial))
+            case client_action::type::resize_done:
+                if (remote_op* op = find(a.serial))
                 {
-                    w->error = a.error;
-                    remove(*w, core::waiter_outcome::aborted, done);
+                    op->error = a.error;
+                    remove(*op, a.error ? core::waiter_outcome::aborted : core::waiter_outcome::granted,
+                           done);
                 }
                 break;
             case client_action::type::lose:
@@ -351,11 +390,11 @@ private:
         });
     }
 
-    remote_waiter* find(std::uint64_t serial) noexcept
+    remote_op* find(std::uint64_t serial) noexcept
     {
         for (core::semaphore_waiter* w = waiters_.front(); w; w = w->next)
-            if (static_cast<remote_waiter*>(w)->serial == serial)
-                return static_cast<remote_waiter*>(w);
+            if (static_cast<remote_op*>(w)->serial == serial)
+                return static_cast<remote_op*>(w);
         return nullptr;
     }
 
@@ -372,7 +411,8 @@ private:
 
     void grant(const client_action& a, core::waiter_list& done)
     {
-        remote_waiter* w = find(a.serial);
+        // Grants name acquires only.
+        auto* w = static_cast<remote_waiter*>(find(a.serial));
         if (!w)
             return;
         holder_parts& h = holders_[a.id];
@@ -404,14 +444,14 @@ private:
 
     void send_acquire(const client_action& a)
     {
-        execute_durable(
-            script_.acquire(a.id, a.n, client_.options().capacity, client_.options().lease, a.mode),
-            [self = this->shared_from_this(), serial = a.serial, id = a.id,
-             sent_at = a.sent_at](const semaphore_reply& decoded) {
-                self->run([&](client_actions& out) {
-                    self->client_.on_acquire_reply(serial, id, sent_at, decoded, clock::now(), out);
-                });
-            });
+        execute_durable(script_.acquire(a.id, a.n, a.capacity, client_.options().lease, a.mode),
+                        [self = this->shared_from_this(), serial = a.serial, id = a.id,
+                         sent_at = a.sent_at](const semaphore_reply& decoded) {
+                            self->run([&](client_actions& out) {
+                                self->client_.on_acquire_reply(serial, id, sent_at, decoded, clock::now(),
+                                                               out);
+                            });
+                        });
     }
 
     void send_renew(const client_action& a)
@@ -432,7 +472,7 @@ private:
     // Sends a call of the library and hands its decoded answer to `handler`. With durable grants,
     // the call is followed by WAIT on the same link (which covers every earlier write of the link,
     // so also a grant that another process's call made before this renewal), and an answer that
-    // reports state the server keeps (granted, queued) is handed on only if WAIT confirms
+    // reports state the server keeps (granted, queued, resized) is handed on only if WAIT confirms
     // `durable_replicas_` replicas; otherwise the handler hears connection_lost: the outcome is
     // unknown, and the call is sent again under the same id. Every other answer needs no
     // confirmation and is handed on as it is: a failure (an error reply, a closed connection,
@@ -464,7 +504,8 @@ private:
                         return;
                 }
                 using outcome = semaphore_reply::outcome;
-                if (!confirmed && (answer.what == outcome::granted || answer.what == outcome::queued))
+                if (!confirmed && (answer.what == outcome::granted || answer.what == outcome::queued ||
+                                   answer.what == outcome::resized))
                 {
                     answer = semaphore_reply();
                     answer.what = outcome::connection_lost;
@@ -532,6 +573,26 @@ private:
         });
     }
 
+    void send_resize(const client_action& a)
+    {
+        execute_durable(
+            script_.resize(a.id, a.capacity, a.base),
+            [self = this->shared_from_this(), serial = a.serial, id = a.id](const semaphore_reply& decoded) {
+                self->run([&](client_actions& out) {
+                    self->client_.on_resize_reply(serial, id, decoded, clock::now(), out);
+                });
+            });
+    }
+
+    void send_usage()
+    {
+        execute(script_.usage(), [self = this->shared_from_this()](boost::system::error_code ec,
+                                                                   const reply& r) {
+            const semaphore_reply decoded = decode_semaphore_reply(ec, r);
+            self->run([&](client_actions& out) { self->client_.on_usage_reply(decoded, clock::now(), out); });
+        });
+    }
+
     void send_watch()
     {
         execute(script_.watch(),
@@ -581,14 +642,15 @@ private:
     std::weak_ptr<connection_impl> link_;
     Executor executor_;
     const semaphore_script script_;
-    const unsigned durable_replicas_; // 0: grants acknowledged by the primary alone
+    const unsigned durable_replicas_;              // 0: grants acknowledged by the primary alone
     typename connection_type::subscription_id subscription_{};
     std::uint64_t listener_ = 0;
     std::atomic<bool> closed_{false}; // close() was called: what an acquire of 0 reads without the mutex
 
     std::mutex mutex_;
     semaphore_client client_;
-    core::waiter_list waiters_; // of remote_waiter, in the order they were started
+    std::atomic<std::size_t> capacity_; // client_.capacity(), for readers without the mutex
+    core::waiter_list waiters_;         // of remote_op (acquires and resizes), in the order they were started
     std::map<std::string, holder_parts, std::less<>> holders_;
     std::uint64_t serials_ = 0;
     boost::asio::steady_timer timer_;

@@ -1,4 +1,4 @@
-#!lua name=asio_sync_v2
+#!lua name=asio_sync_v3
 
 -- The server side of the fleet-wide semaphore (asio_sync::redis::basic_semaphore): a Redis 7
 -- function library. scripts/generate-semaphore-library writes it into semaphore_library.hpp, with
@@ -6,15 +6,30 @@
 -- functions persist across restarts and replicate.
 --
 -- State of a semaphore named S (every key carries the hash tag {S}, so one cluster slot holds all):
---   meta       hash: epoch, seq, capacity, used, holders, waiters, lease, horizon, quiet (below),
---              and for each id a field '#<id>': '<n>:<fence>' for a holder, '<n>' for a waiter
+--   meta       hash: epoch, seq, capacity, used, holders, waiters, lease, horizon, quiet, stamp, calm
+--              (below), and for each id a field '#<id>': '<n>:<fence>' for a holder, '<n>' for a waiter
 --   deadlines  zset: id -> lease deadline (server ms), holders and waiters alike
 --   queue      zset: waiter id -> ticket
 --   horizon    string: no deadline of a live lease is later than it (server ms); never expires
+--   capacity   string: '<capacity> <stamp> <id>' of the last resize; never expires (absent: never
+--              resized)
 -- meta's fields: epoch is the first fence of the current state (it exists exactly while meta
--- does); seq the last fence or ticket handed out; used the permits held, holders and waiters the
--- entries; lease the longest lease seen (ms); horizon a copy of the horizon key; quiet the server
--- time before which nothing is granted (0: none).
+-- does); seq the last fence, ticket or stamp handed out; capacity the capacity in force; used the
+-- permits held, holders and waiters the entries; lease the longest lease seen (ms); horizon a copy
+-- of the horizon key; quiet the server time before which nothing is granted (0: none); stamp the
+-- token of the resize in force (absent or 0: the capacity was declared, never resized); calm the
+-- stamp of the latest resize under which the permits held came down to its capacity (equal to
+-- stamp unless a shrink is pending).
+--
+-- Capacity. The first acquire of a semaphore without state declares its capacity, unless the
+-- capacity key holds one: a resize outlives the state (idle expiry, lost state), so that it never
+-- reverts to a declared capacity. An acquire with another capacity than the one in force is refused
+-- (ASIO_SYNC_CAPACITY, with the capacity and stamp in force, so that a client can tell a resize it
+-- missed from a wrong configuration). resize stores a capacity (last writer wins) under a new stamp:
+-- it removes from the queue every waiter that asks for more, serves the queue (a larger capacity
+-- grants at once), and never takes permits from a holder: while the permits held exceed a smaller
+-- capacity a shrink is pending, and nothing is granted until they fit. The call that brings them
+-- down to it (a release, an expiry, lost state) records calm = stamp and publishes 'settled'.
 --
 -- Fences and tickets are max(seq + 1, server time in microseconds): they grow strictly, and a
 -- state started afresh (its meta lost, or the server restarted without its data) still hands out
@@ -24,8 +39,9 @@
 -- horizon is still ahead or other keys remain, deadlines gone while entries exist, queue gone while
 -- waiters exist, an entry without its field, a field without its entry. Any of those (eviction, a
 -- DEL, a flush of part of the data) is lost state: the call deletes meta, deadlines and queue,
--- starts afresh (a new epoch, the capacity kept if meta still told it) and grants nothing until
--- the latest deadline that any lost lease can have (the horizon, or the longest lease from now):
+-- starts afresh (a new epoch; the capacity of the capacity key, else kept if meta still told it; a
+-- pending shrink settles, as nobody holds anything) and grants nothing until the latest deadline
+-- that any lost lease can have (the horizon, or the longest lease from now):
 -- every holder of the lost state has by then learnt its loss from its renewal (state_lost, as its
 -- fence is older than the new epoch) or from its own lease deadline.
 --
@@ -33,17 +49,22 @@
 -- could set a deadline later than the horizon (now + the longest lease) moves the horizon to now +
 -- twice the longest lease and every expiry with it; a key it creates gets meta's expiry. So an idle
 -- semaphore disappears, and no key expires before a live deadline. The horizon key stays, one small
--- string per name, so that a meta evicted or deleted while leases may be live is recognised.
+-- string per name, so that a meta evicted or deleted while leases may be live is recognised, and so
+-- does the capacity key of a semaphore ever resized.
 --
 -- Every writing call reads TIME at most once (it moves during a script on 7.0), reads before it
 -- writes (so a key of another type fails it with WRONGTYPE before anything changed) and writes at the
 -- end, each key once where it can. It removes at most REAP_LIMIT expired entries (plus the caller's
 -- own, if expired: an expired lease is never renewed or replayed), then serves the queue from its
 -- head while the head fits (strict FIFO: the first waiter that does not fit stops it). A waiter
--- granted keeps its waiter deadline as its lease and is published as '<id> <fence> <n>' on the
--- semaphore's channel (fence and n are the last two words, whatever the id holds); a grant made to
--- the caller itself is answered, not published. Ids are chosen by clients and unique, so every call
--- is replayable. The channel is not a key: the writing functions take it as their first argument.
+-- granted keeps its waiter deadline as its lease and is published on the semaphore's channel; a
+-- grant made to the caller itself is answered, not published. Ids are chosen by clients and unique,
+-- so every call is replayable. The channel is not a key: the writing functions take it as their
+-- first argument. Messages (the first word says which; an id is the rest of the message, whatever
+-- it holds):
+--   granted <fence> <n> <id>            a waiter was granted
+--   resized <capacity> <stamp> <calm>   a resize was stored
+--   settled <capacity> <stamp>          the permits held came down to the capacity of that resize
 --
 -- Calls and replies (flat arrays; numbers are integers; <left> is the lease time left on the
 -- server, in ms, so that a client dating it from when it sent the call never outlives the server's
@@ -51,37 +72,50 @@
 --   acquire(id, n, capacity, lease_ms, wait|try)
 --       granted <fence> <n> <left> | queued <position> <left> | busy (try only: someone queued, no
 --       room, or a quiet period; nothing stored). An id already known returns its state, whatever
---       the arguments.
+--       the arguments. `capacity` must be the one in force (it declares it if none is).
 --   renew(id, lease_ms, fence)  (fence 0 for a waiter) deadline moved to now + lease_ms; holder:
 --       granted <fence> <n> <left>; waiter: queued <position> <left>, or granted if it was served.
 --       Unknown or expired: lost, or state_lost when the caller's fence is older than the epoch
 --       (its state was lost); nothing is created.
 --   release(id, fence)  released <n> (a holder) | cancelled (a waiter) | lost | state_lost; then
 --       serves. An unknown id changes nothing.
+--   resize(id, capacity, base)  resized <capacity> <stamp> <calm> | conflict <capacity> <stamp>.
+--       Stores `capacity` under a new stamp if the stamp in force is `base` (0 when never resized),
+--       else changes nothing and answers conflict with the capacity and stamp in force, so that a
+--       client whose reply was lost can tell a resize that ran (the capacity key names its id: it
+--       answers resized) from one that did not (the stamp is still its base), and one that cannot
+--       tell from either. A shrink is pending while calm < stamp.
 --   status(id)  granted <fence> <n> | queued <position> | lost. Read-only: an entry whose deadline
 --       has passed says lost before a writing call removes it.
---   usage()  usage <capacity> <held> <queued>: the declared capacity (0 if none yet), the permits
---       held and the waiters queued under live leases. Read-only.
+--   usage()  usage <capacity> <held> <queued> <stamp> <calm> <clock>: the capacity in force (0 if
+--       none yet), the permits held and the waiters queued under live leases, the stamp and calm of
+--       the capacity, and a token below every stamp a later resize will take. Read-only.
 --   watch()  wake <ms> | idle: the time until the earliest deadline or the end of a quiet period,
 --       when a writing call may serve the queue; idle when there is neither. Read-only.
 --   check()  ok <used> <holders> <waiters>, or the error ASIO_SYNC_INVARIANT <what>. Read-only:
---       the counts in meta match the keys, used is the sum of the holders' n and at most the
---       capacity, every entry has its field and its deadline, fences and tickets are unique,
---       above the epoch and at most seq, the queue's head does not fit (unless expired or quiet),
---       no deadline is beyond the horizon, and the keys expire after it, horizon never.
+--       the counts in meta match the keys, used is the sum of the holders' n, and at most the
+--       capacity unless a shrink is pending (calm < stamp, exactly while it exceeds it), the holders
+--       granted since the resize in force (fence above its stamp) hold at most the capacity, no
+--       waiter asks for more, every entry has its field and its deadline, fences and tickets are
+--       unique, above the epoch and at most seq, the queue's head does not fit (unless expired or
+--       quiet), no deadline is beyond the horizon, the keys expire after it, the horizon never, and
+--       the capacity key (never expiring) agrees with meta's capacity and stamp.
 -- <position> counts from 1 (the head). Errors, with nothing changed:
---   ASIO_SYNC_CAPACITY <declared>        acquire declared another capacity than the semaphore's
---   ASIO_SYNC_TOO_MANY <n> > <capacity>  acquire asked for more permits than the capacity
---   ASIO_SYNC_ARGUMENT <what>            a malformed call (numbers are decimal integers below
---                                        2^53, positive but for a fence; a mode other than wait or
---                                        try; an empty argument; another count of keys or arguments)
---   WRONGTYPE ...                        Redis' own error: a key of the semaphore holds another type
+--   ASIO_SYNC_CAPACITY <capacity> <stamp>  acquire declared another capacity than the one in force
+--   ASIO_SYNC_TOO_MANY <n> > <capacity>    acquire asked for more permits than the capacity in force
+--   ASIO_SYNC_ARGUMENT <what>              a malformed call (numbers are decimal integers below
+--                                          2^53, positive but for a fence or a base; a capacity
+--                                          above MAX_CAPACITY; a mode other than wait or try; an
+--                                          empty argument; another count of keys or arguments)
+--   WRONGTYPE ...                          Redis' own error: a key of the semaphore holds another
+--                                          type
 
 -- BEGIN shared facts: written by scripts/generate-semaphore-library from its table; do not edit
-local META, DEADLINES, QUEUE, HORIZON = 1, 2, 3, 4
-local KEY_COUNT = 4
+local META, DEADLINES, QUEUE, HORIZON, CAPACITY = 1, 2, 3, 4, 5
+local KEY_COUNT = 5
 local REAP_LIMIT = 16
-local FUNCTION_PREFIX = 'asio_sync_v2_'
+local MAX_CAPACITY = 4503599627370496
+local FUNCTION_PREFIX = 'asio_sync_v3_'
 local REPLY = {
     granted = 'granted',
     queued = 'queued',
@@ -90,6 +124,9 @@ local REPLY = {
     cancelled = 'cancelled',
     lost = 'lost',
     state_lost = 'state_lost',
+    resized = 'resized',
+    conflict = 'conflict',
+    settled = 'settled',
     usage = 'usage',
     wake = 'wake',
     idle = 'idle',
@@ -105,6 +142,7 @@ local ERROR = {
 
 local IDLE_MARGIN_MS = 60000
 local INFO = '#' -- the prefix of an id's field in meta
+local CHUNK = 1000 -- elements passed to one command at most (Lua's unpack has a limit)
 
 -- The decimal digits of an integer, for text: Lua's own conversion drops digits beyond 14 (those
 -- passed to redis.call are converted exactly by Redis).
@@ -175,20 +213,23 @@ local function next_token(s)
 end
 
 -- The fields of meta that load_state reads, in order, then the caller's own field.
-local SCALARS = {'epoch', 'seq', 'capacity', 'used', 'holders', 'waiters', 'lease', 'horizon', 'quiet'}
+local SCALARS = {'epoch', 'seq', 'capacity', 'used', 'holders', 'waiters', 'lease', 'horizon', 'quiet',
+                 'stamp', 'calm'}
 
 -- The state of the call being run (Redis runs one function at a time), in one table that every
 -- call resets rather than allocates: a call spends more time converting and allocating in Lua than
 -- in most commands it runs, so each number is parsed once, and the epoch (a string here) only where a
--- reply needs it. It holds meta's fields as numbers (absent ones nil, the counts 0), as read (read_*,
--- to write back only what changed) and as the call changes them; the caller's field (info, or nil);
--- the caller's lease (call_lease, 0 for a release); and:
+-- reply needs it. It holds meta's fields as numbers (absent ones nil, the counts, stamp and calm 0),
+-- as read (read_*, to write back only what changed) and as the call changes them; the caller's field
+-- (info, or nil); the caller's lease (call_lease, 0 for a release or a resize); and:
 --   now, now_us        the server's clock, once read_clock has read it
 --   absent             no meta, and nothing lost: nothing to write unless acquire declares
 --   reset              the call found lost state and starts afresh
 --   heads, scanned     waiters of the queue from its head as read, and how many were read
 --   gone               the ids the call removed or served (id -> true)
 --   deadline           the caller's deadline, once known
+--   durable            the capacity key as read ({capacity, stamp, id}), false if absent, nil if unread
+--   resized            a resize: it publishes 'resized', not 'settled', and writes the capacity key
 --   queue_removed, queue_added, deadlines_removed, deadlines_added, fields_removed, fields_set,
 --   messages           the writes, in the order store_state applies them
 local STATE = {}
@@ -196,15 +237,17 @@ local STATE = {}
 local function new_state(keys, id, call_lease, m)
     local seq, capacity, used, holders = tonumber(m[2]), tonumber(m[3]), tonumber(m[4]), tonumber(m[5])
     local waiters, lease, horizon, quiet = tonumber(m[6]), tonumber(m[7]), tonumber(m[8]), tonumber(m[9])
+    local stamp, calm = tonumber(m[10]) or 0, tonumber(m[11]) or 0
     local s = STATE
-    s.keys, s.id, s.call_lease, s.info, s.channel = keys, id, call_lease, m[10], nil
+    s.keys, s.id, s.call_lease, s.info, s.channel = keys, id, call_lease, m[12], nil
     s.epoch, s.seq, s.capacity, s.used, s.holders = m[1], seq or 0, capacity, used or 0, holders or 0
     s.waiters, s.lease, s.horizon, s.quiet = waiters or 0, lease or 0, horizon, quiet or 0
     s.budget = REAP_LIMIT
     s.read_seq, s.read_capacity, s.read_used, s.read_holders = seq, capacity, used, holders
     s.read_waiters, s.read_lease, s.read_horizon, s.read_quiet = waiters, lease, horizon, quiet
+    s.stamp, s.calm, s.read_stamp, s.read_calm = stamp, calm, stamp, calm
     s.now, s.now_us, s.absent, s.reset, s.heads, s.scanned = nil, nil, nil, nil, nil, 0
-    s.gone, s.deadline = nil, nil
+    s.gone, s.deadline, s.durable, s.resized = nil, nil, nil, nil
     s.queue_removed, s.queue_added, s.deadlines_removed, s.deadlines_added = nil, nil, nil, nil
     s.fields_removed, s.fields_set, s.messages = nil, nil, nil
     return s
@@ -234,6 +277,29 @@ local function mark_gone(s, id)
     s.gone[id] = true
 end
 
+-- The capacity key: {capacity, stamp, id} of the last resize, or false; read once per call.
+local function read_durable(s)
+    if s.durable == nil then
+        local value = redis.call('GET', s.keys[CAPACITY])
+        s.durable = false
+        if value then
+            local capacity, stamp, id = string.match(value, '^(%d+) (%d+) (.+)$')
+            s.durable = capacity and {tonumber(capacity), tonumber(stamp), id} or false
+        end
+    end
+    return s.durable
+end
+
+-- Takes the capacity of the capacity key, if any, for a state that meta does not tell (a new one, or
+-- one started afresh): a resize outlives the state.
+local function take_durable(s)
+    local durable = read_durable(s)
+    if durable then
+        s.capacity, s.stamp, s.calm = durable[1], durable[2], durable[2]
+        s.seq = math.max(s.seq, durable[2])
+    end
+end
+
 -- Starts afresh (store_state deletes the old state first): nothing is granted until every lease
 -- the old state may have held has lapsed. The bound is the least of the horizon and now + the
 -- longest lease, when known; else the caller's lease (with meta lost, the longest lease of the
@@ -244,6 +310,8 @@ local function start_afresh(s)
     if s.read_lease or s.horizon then
         quiet = math.min(s.horizon or math.huge, s.read_lease and s.now + s.read_lease or math.huge)
     end
+    take_durable(s)
+    s.calm = 0 -- nobody holds anything any more: store_state settles a resized capacity
     s.epoch = next_token(s)
     s.used, s.holders, s.waiters = 0, 0, 0
     s.lease = math.max(s.lease, s.call_lease)
@@ -251,7 +319,7 @@ local function start_afresh(s)
     s.info, s.heads, s.deadline, s.gone = nil, nil, nil, nil
     s.absent, s.reset = nil, true
     s.read_seq, s.read_capacity, s.read_used, s.read_holders, s.read_waiters = nil, nil, nil, nil, nil
-    s.read_lease, s.read_horizon, s.read_quiet = nil, nil, nil
+    s.read_lease, s.read_horizon, s.read_quiet, s.read_stamp, s.read_calm = nil, nil, nil, nil, nil
     s.queue_removed, s.queue_added, s.deadlines_removed, s.deadlines_added = nil, nil, nil, nil
     s.fields_removed, s.fields_set, s.messages = nil, nil, nil
 end
@@ -259,7 +327,7 @@ end
 -- meta's fields in the order of SCALARS, then the caller's own field.
 local function read_meta(keys, id)
     return redis.call('HMGET', keys[META], 'epoch', 'seq', 'capacity', 'used', 'holders', 'waiters', 'lease',
-                      'horizon', 'quiet', INFO .. id)
+                      'horizon', 'quiet', 'stamp', 'calm', INFO .. id)
 end
 
 -- Checks the other keys against meta's fields `m` where the call needs them: a writing call, with
@@ -269,7 +337,7 @@ local function load_state(keys, id, call_lease, m, now, now_us)
     local s = new_state(keys, id, call_lease, m)
     s.now, s.now_us = now, now_us -- the clock, if the call read it already
     if not s.epoch then
-        for i = 2, 10 do
+        for i = 2, 12 do
             if m[i] then
                 start_afresh(s) -- part of meta: not what this library writes
                 return s
@@ -284,6 +352,7 @@ local function load_state(keys, id, call_lease, m, now, now_us)
             start_afresh(s)
         else
             s.absent = true
+            take_durable(s)
         end
         return s
     end
@@ -302,7 +371,8 @@ local function load_state(keys, id, call_lease, m, now, now_us)
     return s
 end
 
--- Declares meta, for an acquire on a semaphore without state.
+-- Declares meta, for an acquire on a semaphore without state; the capacity key's, if any, was taken
+-- by load_state.
 local function declare(s, capacity, lease)
     if s.absent then
         s.absent = nil
@@ -455,7 +525,7 @@ local function serve(s)
                 push(s, 'queue_removed', id)
                 s.waiters = s.waiters - 1
                 local fence = grant(s, id, n)
-                push(s, 'messages', id .. ' ' .. decimal(fence) .. ' ' .. n)
+                push(s, 'messages', REPLY.granted .. ' ' .. decimal(fence) .. ' ' .. n .. ' ' .. id)
                 if id == s.id then
                     s.deadline = s.deadline or deadline
                 end
@@ -528,6 +598,19 @@ local function store_state(s)
     if s.capacity and s.capacity ~= s.read_capacity then
         push(s, 'fields_set', 'capacity', s.capacity)
     end
+    if s.capacity and s.stamp > s.calm and s.used <= s.capacity then
+        -- the permits held came down to a smaller capacity: the shrink settles
+        s.calm = s.stamp
+        if not s.resized then
+            push(s, 'messages', REPLY.settled .. ' ' .. decimal(s.capacity) .. ' ' .. decimal(s.stamp))
+        end
+    end
+    if s.stamp ~= s.read_stamp then
+        push(s, 'fields_set', 'stamp', s.stamp)
+    end
+    if s.calm ~= s.read_calm then
+        push(s, 'fields_set', 'calm', s.calm)
+    end
     if s.used ~= s.read_used then
         push(s, 'fields_set', 'used', s.used)
     end
@@ -551,6 +634,9 @@ local function store_state(s)
     end
     if s.fields_set then
         redis.call('HSET', keys[META], unpack(s.fields_set))
+    end
+    if s.resized then
+        redis.call('SET', keys[CAPACITY], decimal(s.capacity) .. ' ' .. decimal(s.stamp) .. ' ' .. s.id)
     end
     if s.horizon then
         local at = s.horizon + IDLE_MARGIN_MS
@@ -600,7 +686,7 @@ end
 -- queued, no quiet period, no deadline passed, and the lease no longer than the longest seen, so
 -- that the new deadline stays within the horizon. Returns the reply, or nil and the clock it read.
 local function acquire_at_once(keys, id, n, capacity, lease, m)
-    if not m[1] or m[10] or m[6] ~= '0' or m[9] ~= '0' then
+    if not m[1] or m[12] or m[6] ~= '0' or m[9] ~= '0' then
         return nil
     end
     local seq, declared, used, holders = tonumber(m[2]), tonumber(m[3]), tonumber(m[4]), tonumber(m[5])
@@ -631,10 +717,12 @@ local function acquire_at_once(keys, id, n, capacity, lease, m)
     return {REPLY.granted, fence, n, lease}
 end
 
--- A holder's release while nobody is queued: no clock, nothing to serve.
+-- A holder's release while nobody is queued and no shrink is pending: no clock, nothing to serve,
+-- nothing to settle.
 local function release_at_once(keys, id, m)
-    local info = m[10]
-    if not (info and m[1] and m[6] == '0' and m[2] and m[4] and m[5] and m[7] and m[8]) then
+    local info = m[12]
+    if not (info and m[1] and m[6] == '0' and m[2] and m[3] and m[4] and m[5] and m[7] and m[8]) or
+        tonumber(m[4]) > tonumber(m[3]) then
         return nil
     end
     local n, fence = parse_info(info)
@@ -650,8 +738,9 @@ end
 local function acquire(keys, args)
     local channel, id, mode = args[1], args[2], args[6]
     local n, capacity, lease = integer(args[3], 1), integer(args[4], 1), integer(args[5], 1)
-    if not (n and capacity and lease) then
-        return argument_error('n, capacity and lease_ms must be positive integers')
+    if not (n and capacity and lease) or capacity > MAX_CAPACITY then
+        return argument_error('n, capacity and lease_ms must be positive integers, capacity at most ' ..
+                                  decimal(MAX_CAPACITY))
     end
     if mode ~= 'wait' and mode ~= 'try' then
         return argument_error('mode must be wait or try')
@@ -664,7 +753,7 @@ local function acquire(keys, args)
     local s = load_state(keys, id, lease, m, clock_ms, clock_us)
     s.channel = channel
     if s.capacity and s.capacity ~= capacity then
-        return redis.error_reply(ERROR.capacity .. ' ' .. decimal(s.capacity))
+        return redis.error_reply(ERROR.capacity .. ' ' .. decimal(s.capacity) .. ' ' .. decimal(s.stamp))
     end
     if n > capacity then
         return redis.error_reply(ERROR.too_many .. ' ' .. decimal(n) .. ' > ' .. decimal(capacity))
@@ -757,6 +846,73 @@ local function release(keys, args)
     return {REPLY.cancelled}
 end
 
+-- Removes from the queue every waiter that asks for more than the capacity: it could never be served,
+-- and would stop the queue. Its process learns it from its next renewal (lost), and its acquire sent
+-- again is refused (ASIO_SYNC_TOO_MANY) if the capacity is still smaller.
+local function reject_too_large(s)
+    if s.reset or s.waiters == 0 then
+        return
+    end
+    local queued = redis.call('ZRANGE', s.keys[QUEUE], 0, -1)
+    for first = 1, #queued, CHUNK do
+        local ids, fields = {}, {}
+        for i = first, math.min(first + CHUNK - 1, #queued) do
+            if not is_gone(s, queued[i]) then
+                ids[#ids + 1] = queued[i]
+                fields[#fields + 1] = INFO .. queued[i]
+            end
+        end
+        local infos = #fields > 0 and redis.call('HMGET', s.keys[META], unpack(fields)) or {}
+        for i = 1, #ids do
+            if not infos[i] or string.find(infos[i], ':', 1, true) then
+                return start_afresh(s) -- a waiter without its field, or a holder queued
+            end
+            if tonumber(infos[i]) > s.capacity then
+                remove_entry(s, ids[i], infos[i])
+            end
+        end
+    end
+end
+
+local function resize(keys, args)
+    local channel, id = args[1], args[2]
+    local capacity, base = integer(args[3], 1), integer(args[4], 0)
+    if not (capacity and base) or capacity > MAX_CAPACITY then
+        return argument_error('capacity must be a positive integer of at most ' .. decimal(MAX_CAPACITY) ..
+                                  ' and base an integer')
+    end
+    local s = load_state(keys, id, 0, read_meta(keys, id))
+    local durable = read_durable(s)
+    if durable and durable[3] == id then
+        -- a replay of the resize in force
+        return {REPLY.resized, s.capacity, s.stamp, s.calm}
+    end
+    if s.stamp ~= base then
+        return {REPLY.conflict, s.capacity or 0, s.stamp}
+    end
+    s.channel, s.resized = channel, true
+    reap(s)
+    s.capacity, s.stamp = capacity, next_token(s)
+    reject_too_large(s)
+    serve(s)
+    if s.used <= capacity then
+        s.calm = s.stamp
+    end
+    -- the resize first, then the grants it made
+    local messages = s.messages or {}
+    table.insert(messages, 1, REPLY.resized .. ' ' .. decimal(capacity) .. ' ' .. decimal(s.stamp) .. ' ' ..
+                     decimal(s.calm))
+    s.messages = messages
+    if s.absent then
+        -- no state to change: the capacity key alone holds the resize
+        redis.call('SET', keys[CAPACITY], decimal(capacity) .. ' ' .. decimal(s.stamp) .. ' ' .. id)
+        redis.call('PUBLISH', channel, messages[1])
+    else
+        store_state(s)
+    end
+    return {REPLY.resized, capacity, s.stamp, s.calm}
+end
+
 local function status(keys, args)
     local id = args[1]
     local info = redis.call('HGET', keys[META], INFO .. id)
@@ -786,8 +942,17 @@ local function live_entries(keys, now)
 end
 
 local function usage(keys, _)
-    local capacity = tonumber(redis.call('HGET', keys[META], 'capacity')) or 0
-    local _, infos = live_entries(keys, read_clock({}))
+    local m = redis.call('HMGET', keys[META], 'capacity', 'stamp', 'calm', 'seq')
+    local s = {keys = keys}
+    local capacity, stamp, calm = tonumber(m[1]), tonumber(m[2]) or 0, tonumber(m[3]) or 0
+    local durable = read_durable(s)
+    if not capacity and durable then
+        capacity, stamp, calm = durable[1], durable[2], durable[2]
+    end
+    local now = read_clock(s)
+    -- every later stamp is above seq, the stamp in force and the clock as it reads now
+    local clock = math.max(tonumber(m[4]) or 0, stamp, s.now_us - 1)
+    local _, infos = live_entries(keys, now)
     local held, queued = 0, 0
     for i = 1, #infos do
         if infos[i] then
@@ -799,7 +964,7 @@ local function usage(keys, _)
             end
         end
     end
-    return {REPLY.usage, capacity, held, queued}
+    return {REPLY.usage, capacity or 0, held, queued, stamp, calm, clock}
 end
 
 local function watch(keys, _)
@@ -837,6 +1002,7 @@ local function check(keys, _)
     local deadlines = redis.call('ZRANGE', keys[DEADLINES], 0, -1, 'WITHSCORES')
     local queue = redis.call('ZRANGE', keys[QUEUE], 0, -1, 'WITHSCORES')
     local horizon = tonumber(redis.call('GET', keys[HORIZON]))
+    local durable = read_durable({keys = keys})
     if not scalars.epoch then
         if #meta + #deadlines + #queue > 0 then
             return broken('state without meta')
@@ -844,11 +1010,18 @@ local function check(keys, _)
         return {REPLY.ok, 0, 0, 0}
     end
     for _, field in ipairs(SCALARS) do
-        if field ~= 'capacity' and not scalars[field] then
+        if field ~= 'capacity' and field ~= 'stamp' and field ~= 'calm' and not scalars[field] then
             return broken('meta without ' .. field)
         end
     end
     local capacity, epoch, seq = scalars.capacity or 0, scalars.epoch, scalars.seq
+    local stamp, calm = scalars.stamp or 0, scalars.calm or 0
+    if (stamp > 0 or durable) and not (durable and durable[1] == capacity and durable[2] == stamp) then
+        return broken('the capacity key differs from meta')
+    end
+    if calm > stamp or stamp > seq then
+        return broken('a stamp beyond seq, or calm beyond the stamp')
+    end
     if scalars.horizon ~= horizon then
         return broken('the horizon differs from its copy')
     end
@@ -858,7 +1031,7 @@ local function check(keys, _)
     if #queue / 2 ~= scalars.waiters then
         return broken('queue and waiters differ')
     end
-    local used, holders, fences, last_deadline = 0, 0, {}, 0
+    local used, holders, fences, last_deadline, since_resize = 0, 0, {}, 0, 0
     for i = 1, #deadlines, 2 do
         local id, deadline = deadlines[i], tonumber(deadlines[i + 1])
         local info = infos[id]
@@ -866,7 +1039,7 @@ local function check(keys, _)
             return broken('an entry without its field')
         end
         local n, fence = parse_info(info)
-        if n < 1 or n > capacity then
+        if n < 1 or (not fence and n > capacity) then
             return broken('an n out of range')
         end
         if fence then
@@ -876,14 +1049,23 @@ local function check(keys, _)
             fences[fence] = true
             used = used + n
             holders = holders + 1
+            if fence > stamp then
+                since_resize = since_resize + n
+            end
         end
         last_deadline = math.max(last_deadline, deadline)
     end
     if holders ~= scalars.holders or used ~= scalars.used then
         return broken('used is not the sum of the holders')
     end
-    if used > capacity then
+    if used > capacity and calm == stamp then
         return broken('used exceeds the capacity')
+    end
+    if used <= capacity and calm < stamp then
+        return broken('a shrink settled but not recorded')
+    end
+    if since_resize > capacity then
+        return broken('a grant beyond the capacity in force')
     end
     for i = 1, #queue, 2 do
         local id, ticket = queue[i], tonumber(queue[i + 1])
@@ -917,12 +1099,16 @@ local function check(keys, _)
     if redis.call('PTTL', keys[HORIZON]) ~= -1 then
         return broken('the horizon expires')
     end
+    if durable and redis.call('PTTL', keys[CAPACITY]) ~= -1 then
+        return broken('the capacity key expires')
+    end
     return {REPLY.ok, used, holders, scalars.waiters}
 end
 
 register('acquire', 6, acquire, {})
 register('renew', 4, renew, {})
 register('release', 3, release, {})
+register('resize', 4, resize, {})
 register('status', 1, status, {'no-writes'})
 register('usage', 0, usage, {'no-writes'})
 register('watch', 0, watch, {'no-writes'})

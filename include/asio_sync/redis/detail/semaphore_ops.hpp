@@ -7,7 +7,8 @@
 #define ASIO_SYNC_REDIS_DETAIL_SEMAPHORE_OPS_HPP
 
 // The operations of the fleet-wide semaphore: a remote acquire, and the `void(error_code)`
-// completion of a permit's release or wait for loss. They are operations of the core's acquire
+// completion of a resize, of a permit's release or of its wait for loss. They are operations of the
+// core's acquire
 // machinery (detail/start_acquire.hpp): allocated with the handler's allocator, cancelled through
 // acquire_cancellation, completed through the handler's executor by complete_all once the
 // engine's mutex is released.
@@ -66,16 +67,27 @@ struct destroy_op
 
 using owned_op = std::unique_ptr<coded_waiter, destroy_op>;
 
-// The `void(error_code)` completion of a permit's release or wait for loss: the core's operation
-// parts with a grant that hands over the error code alone.
-template <class Handler, class IoExecutor>
-class status_op final : public coded_waiter
+// An operation the engine keeps in its list of remote operations, named by the serial the client
+// state machine knows it by: an acquire (remote_waiter) or a resize.
+struct remote_op : coded_waiter
+{
+    using coded_waiter::coded_waiter;
+
+    std::uint64_t serial = 0;
+};
+
+// The `void(error_code)` completion of a permit's release or wait for loss (Base coded_waiter), or of
+// a resize (Base remote_op): the core's operation parts with a grant that hands over the error code
+// alone.
+template <class Handler, class IoExecutor, class Base = coded_waiter>
+class status_op final : public Base
 {
 public:
     using parts_type = core::acquire_parts<Handler, IoExecutor, core::signal_grant>;
+    using typename Base::action;
 
     status_op(Handler&& handler, const IoExecutor& io_ex)
-        : coded_waiter(&do_func), parts_(std::move(handler), io_ex, core::signal_grant())
+        : Base(&do_func), parts_(std::move(handler), io_ex, core::signal_grant())
     {
     }
 
@@ -83,6 +95,11 @@ public:
     {
         return core::allocate_op<status_op>(core::get_handler_allocator(handler), std::move(handler), io_ex);
     }
+
+    typename parts_type::slot_type& slot() noexcept { return parts_.slot(); }
+
+    // The engine's list owns the operation alone: the initiator has nothing to let go of.
+    void initiated(bool) noexcept {}
 
 private:
     static void do_func(core::acquire_op_base* base, action what, const boost::system::error_code& ec,
@@ -105,11 +122,10 @@ constexpr std::size_t id_capacity = 16 + 1 + 20 + 1;
 // A local acquire, known to the engine from enqueue() until it is decided; its state as the
 // client sees it is in semaphore_client, under the same serial. The engine reads and writes its
 // fields under its mutex.
-struct remote_waiter : coded_waiter
+struct remote_waiter : remote_op
 {
-    remote_waiter(func_type func, acquire_mode how) noexcept : coded_waiter(func), mode(how) {}
+    remote_waiter(func_type func, acquire_mode how) noexcept : remote_op(func), mode(how) {}
 
-    std::uint64_t serial = 0; // how the client names it
     acquire_mode mode;
     // What the permit of a granted acquire holds beyond its count.
     char id[id_capacity] = {};

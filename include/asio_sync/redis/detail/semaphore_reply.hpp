@@ -17,10 +17,12 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <system_error>
 
 namespace asio_sync::redis::detail {
 
@@ -36,7 +38,9 @@ struct semaphore_reply
         cancelled,       // a waiter removed
         lost,            // the id is unknown: its lease lapsed
         state_lost,      // the id is unknown: its state was lost
-        usage,           // capacity, held, queued
+        resized,         // capacity, stamp, calm: a resize stored (or replayed)
+        conflict,        // capacity, stamp: a resize from another stamp, not stored
+        usage,           // capacity, held, queued, stamp, calm, clock
         wake,            // left: the time until a writing call may serve the queue
         idle,            // nothing to wait for
         loaded,          // FUNCTION LOAD succeeded
@@ -44,7 +48,7 @@ struct semaphore_reply
         connection_lost, // sent, and the link dropped before the reply: it may have run
         retry,           // LOADING or BUSY: the same call later will get through
         library_missing, // the library is not loaded (a FUNCTION FLUSH, a restart without it)
-        failed,          // error
+        failed,          // error; capacity_mismatch carries the capacity and stamp in force
     };
 
     outcome what = outcome::failed;
@@ -55,6 +59,9 @@ struct semaphore_reply
     std::size_t capacity = 0;
     std::size_t held = 0;
     std::size_t queued = 0;
+    std::uint64_t stamp = 0;         // of the resize in force (0: declared, never resized)
+    std::uint64_t calm = 0;          // of the latest resize whose capacity the permits held came down to
+    std::uint64_t clock = 0;         // below every stamp a later resize takes
     boost::system::error_code error; // for failed
 };
 
@@ -70,6 +77,24 @@ inline std::string_view prefix_of(semaphore_library::error_prefix p) noexcept
     return semaphore_library::error_prefixes[static_cast<std::size_t>(p)];
 }
 
+// The capacity and stamp in force that "ASIO_SYNC_CAPACITY <capacity> <stamp>" tells; left 0 when
+// the text does not have that form.
+inline void capacity_in_force(std::string_view text, semaphore_reply& decoded) noexcept
+{
+    const char* const end = text.data() + text.size();
+    const std::size_t space = text.find(' ');
+    std::uint64_t capacity = 0;
+    std::uint64_t stamp = 0;
+    if (space == std::string_view::npos)
+        return;
+    const auto [next, error] = std::from_chars(text.data() + space + 1, end, capacity);
+    if (error != std::errc() || next == end || *next != ' ' ||
+        std::from_chars(next + 1, end, stamp).ec != std::errc())
+        return;
+    decoded.capacity = static_cast<std::size_t>(capacity);
+    decoded.stamp = stamp;
+}
+
 // The error code of an error reply.
 inline semaphore_reply from_error(const reply& r)
 {
@@ -81,7 +106,10 @@ inline semaphore_reply from_error(const reply& r)
     else if (starts_with(text, "ERR Function not found"))
         decoded.what = semaphore_reply::outcome::library_missing;
     else if (starts_with(text, prefix_of(error_prefix::capacity)))
+    {
         decoded.error = redis::error::capacity_mismatch;
+        capacity_in_force(text, decoded);
+    }
     else if (starts_with(text, prefix_of(error_prefix::too_many)))
         decoded.error = asio_sync::error::too_many_permits;
     else if (starts_with(text, prefix_of(error_prefix::argument)))
@@ -147,9 +175,9 @@ inline semaphore_reply decode_semaphore_reply(boost::system::error_code ec, cons
     if (r.kind != reply_kind::array || r.elements.empty())
         return reply_decoding::malformed();
     const std::string_view word = r.elements[0].text;
-    std::uint64_t values[3] = {};
+    std::uint64_t values[6] = {};
     const std::size_t count = r.elements.size() - 1;
-    if (count > 3)
+    if (count > 6)
         return reply_decoding::malformed();
     for (std::size_t i = 0; i < count; ++i)
         if (!reply_decoding::number(r.elements[i + 1], values[i]))
@@ -183,12 +211,28 @@ inline semaphore_reply decode_semaphore_reply(boost::system::error_code ec, cons
         decoded.what = outcome::lost;
     else if (is(reply_word::state_lost, 0))
         decoded.what = outcome::state_lost;
-    else if (is(reply_word::usage, 3))
+    else if (is(reply_word::resized, 3))
+    {
+        decoded.what = outcome::resized;
+        decoded.capacity = static_cast<std::size_t>(values[0]);
+        decoded.stamp = values[1];
+        decoded.calm = values[2];
+    }
+    else if (is(reply_word::conflict, 2))
+    {
+        decoded.what = outcome::conflict;
+        decoded.capacity = static_cast<std::size_t>(values[0]);
+        decoded.stamp = values[1];
+    }
+    else if (is(reply_word::usage, 6))
     {
         decoded.what = outcome::usage;
         decoded.capacity = static_cast<std::size_t>(values[0]);
         decoded.held = static_cast<std::size_t>(values[1]);
         decoded.queued = static_cast<std::size_t>(values[2]);
+        decoded.stamp = values[3];
+        decoded.calm = values[4];
+        decoded.clock = values[5];
     }
     else if (is(reply_word::wake, 1))
     {

@@ -81,7 +81,8 @@ public:
     const std::vector<std::string>& keys() const noexcept { return keys_; }
     const std::string& key(semaphore_key k) const noexcept { return keys_[static_cast<std::size_t>(k)]; }
 
-    // The pub/sub channel on which each grant is published as "<id> <fence> <n>".
+    // The pub/sub channel on which grants and capacity changes are published ("granted <fence> <n>
+    // <id>", "resized <capacity> <stamp> <calm>", "settled <capacity> <stamp>").
     const std::string& channel() const noexcept { return channel_; }
 
     std::vector<std::string> acquire(std::string_view id, std::size_t n, std::size_t capacity,
@@ -104,6 +105,13 @@ public:
     std::vector<std::string> release(std::string_view id, std::uint64_t fence) const
     {
         return fcall("FCALL", semaphore_library::function::release, {channel_, id, std::to_string(fence)});
+    }
+
+    // Stores `capacity` if the stamp in force is `base` (0: never resized); the id recognises a replay.
+    std::vector<std::string> resize(std::string_view id, std::uint64_t capacity, std::uint64_t base) const
+    {
+        return fcall("FCALL", semaphore_library::function::resize,
+                     {channel_, id, std::to_string(capacity), std::to_string(base)});
     }
 
     // Read-only, so FCALL_RO: a replica may answer it.

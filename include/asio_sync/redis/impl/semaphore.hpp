@@ -89,6 +89,27 @@ struct basic_semaphore<Executor>::status_read
 };
 
 template <class Executor>
+class basic_semaphore<Executor>::initiate_async_set_capacity
+{
+public:
+    using executor_type = Executor;
+
+    explicit initiate_async_set_capacity(basic_semaphore* self) noexcept : self_(self) {}
+
+    const executor_type& get_executor() const noexcept { return self_->get_executor(); }
+
+    template <class Handler>
+    void operator()(Handler&& handler, std::size_t n, set_capacity_mode mode) const
+    {
+        self_->engine_->set_capacity(n, mode == set_capacity_mode::wait_for_holders,
+                                     std::decay_t<Handler>(std::forward<Handler>(handler)));
+    }
+
+private:
+    basic_semaphore* self_;
+};
+
+template <class Executor>
 class basic_semaphore<Executor>::initiate_async_status
 {
 public:
@@ -112,7 +133,7 @@ private:
 template <class Executor>
 basic_semaphore<Executor>::basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
                                            std::chrono::milliseconds lease_duration)
-    : basic_semaphore(conn, std::move(name), capacity, semaphore_options{lease_duration, std::nullopt})
+    : basic_semaphore(conn, std::move(name), capacity, semaphore_options{lease_duration, std::nullopt, false})
 {
 }
 
@@ -123,7 +144,7 @@ basic_semaphore<Executor>::basic_semaphore(connection_type& conn, std::string na
       engine_(std::make_shared<engine_type>(
           conn, name, capacity,
           detail::checked_lease(options.lease_duration, min_lease_duration, max_lease_duration),
-          detail::checked_margin(options), options.durable_replicas))
+          detail::checked_margin(options), options.adopt_capacity, options.durable_replicas))
 {
     engine_->start();
 }
