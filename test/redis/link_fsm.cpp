@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(a_health_check_unanswered_for_an_interval_means_a_dead_link
 {
     link_fsm fsm = ready_link();
     BOOST_TEST((fsm.on_health_timer() == action::check_health)); // a PING
-    fsm.on_health_answer();
+    fsm.on_reply();
     BOOST_TEST((fsm.on_health_timer() == action::check_health));
     BOOST_TEST((fsm.on_health_timer() == action::reconnect)); // the PING never came back
     BOOST_TEST((fsm.on_health_timer() == action::none));      // not running
@@ -117,6 +117,19 @@ BOOST_AUTO_TEST_CASE(a_health_check_unanswered_for_an_interval_means_a_dead_link
     fsm.on_connected(true);
     fsm.on_set_up(true);
     BOOST_TEST((fsm.on_health_timer() == action::check_health)); // a fresh session owes no PING
+}
+
+// A PING held back behind slow commands (pipelined WAITs) is not a dead link while their replies
+// come: any reply proves the server answers on the link.
+BOOST_AUTO_TEST_CASE(any_reply_proves_the_link_alive)
+{
+    link_fsm fsm = ready_link();
+    BOOST_TEST((fsm.on_health_timer() == action::check_health)); // a PING, behind a WAIT
+    fsm.on_reply();                                              // the WAIT's reply
+    BOOST_TEST((fsm.on_health_timer() == action::check_health)); // another PING, behind the next WAIT
+    fsm.on_reply();
+    BOOST_TEST((fsm.on_health_timer() == action::check_health));
+    BOOST_TEST((fsm.on_health_timer() == action::reconnect)); // then a whole interval of silence
 }
 
 BOOST_AUTO_TEST_CASE(a_set_up_command_added_while_running_sets_the_link_up_again)

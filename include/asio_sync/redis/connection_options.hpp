@@ -72,15 +72,16 @@ struct connection_options
     /// step after the server restarts.
     double reconnect_jitter = 0.5;
 
-    /// The health check of each link: every interval a `PING` is written on it, and a `PING`
-    /// still unanswered when the next one is due (a whole interval later) means that the link is
-    /// dead, whether or not its TCP connection stays open (a stuck proxy or load balancer, a
-    /// half-open connection): it is dropped and connected again, and the commands written on it
-    /// complete with `connection_lost`. Zero turns the health check off.
+    /// The health check of each link: every interval a `PING` is written on it, and a whole
+    /// interval after a `PING` with no reply at all on the link (the `PING`'s or any other) means
+    /// that the link is dead, whether or not its TCP connection stays open (a stuck proxy or load
+    /// balancer, a half-open connection): it is dropped and connected again, and the commands
+    /// written on it complete with `connection_lost`. Zero turns the health check off.
     ///
-    /// Replies come in order, so a command that takes longer than the interval to answer (a
-    /// blocking `BLPOP`, a long script) holds the `PING`'s reply back: raise the interval above
-    /// the longest such wait, or turn the check off, on a connection that sends them.
+    /// Replies come in order, so one command that takes longer than the interval to answer (a
+    /// blocking `BLPOP`, a long script) silences the link meanwhile: raise the interval above the
+    /// longest such wait, or turn the check off, on a connection that sends them. Several shorter
+    /// ones in a row (the `WAIT`s of durable grants) do not, as each reply counts.
     std::chrono::milliseconds health_check_interval{2000};
 
     /// The sentinels that watch the primary named `master_name`. When not empty, `host`, `port`

@@ -45,14 +45,15 @@ struct semaphore_options
     /// a renewal extends a lease, and a resize is acknowledged only once `WAIT` has confirmed that
     /// at least this many replicas have the write, so that a failover cannot lose an acknowledged
     /// grant or shorten a lease this process relies on. A `WAIT` that confirms fewer (it waits a
-    /// tenth of the lease) makes a grant, a place in the queue or a stored resize count as a lost
-    /// reply: the call is sent again under the same id and confirmed again, so an acquire or a
-    /// resize waits while too few replicas answer (bounded by its own timeout or cancellation).
-    /// Errors, and answers that store nothing (a try that finds no room, a lease already lost),
-    /// count at once. Sentinel promotes the replica with the largest replication offset it knows of
-    /// among those of the best `replica-priority`: 1 suffices while the replicas keep in step; the
-    /// number of replicas survives any choice. Zero (the default): grants are acknowledged by the
-    /// primary alone (see "Failover" in docs/cluster.md).
+    /// tenth of the lease, at most half the connection's health check interval) makes a grant, a
+    /// place in the queue or a stored resize count as a lost reply: the call is sent again under
+    /// the same id and confirmed again, so an acquire or a resize waits while too few replicas
+    /// answer (bounded by its own timeout or cancellation). Errors, and answers that store nothing
+    /// (a try that finds no room, a lease already lost), count at once. Sentinel promotes the
+    /// replica with the largest replication offset it knows of among those of the best
+    /// `replica-priority`: 1 suffices while the replicas keep in step; the number of replicas
+    /// survives any choice. Zero (the default): grants are acknowledged by the primary alone (see
+    /// "Failover" in docs/cluster.md).
     unsigned durable_replicas = 0;
 
     /// The default safety margin: a fiftieth of the lease plus 5 ms (205 ms for a lease of 10 s).

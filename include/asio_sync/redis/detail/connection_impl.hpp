@@ -115,6 +115,12 @@ public:
         run([id, type](connection_impl& self) { self.pipeline_.cancel(id, type); });
     }
 
+    // The options' health check interval (zero: none). Thread-safe: the options never change.
+    std::chrono::milliseconds health_check_interval() const noexcept
+    {
+        return options_.health_check_interval;
+    }
+
     // Closes both links for good; every command still held completes with operation_aborted.
     void close()
     {
@@ -574,12 +580,12 @@ private:
 
     void dispatch(link& l, reply&& r)
     {
+        l.fsm.on_reply();
         if (r.kind != reply_kind::error)
             l.fsm.on_answer();
         if (l.kind == link_kind::subscriber && l.fsm.ready())
         {
-            if (subscriptions_.on_push(r) == subscription_table::push::health)
-                l.fsm.on_health_answer();
+            subscriptions_.on_push(r);
             return;
         }
         request_pipeline& requests = l.kind == link_kind::command ? pipeline_ : subscriber_setup_;
@@ -589,7 +595,7 @@ private:
         case reply_answer::setup:
             return;
         case reply_answer::health:
-            return l.fsm.on_health_answer();
+            return;
         case reply_answer::set_up:
             // A failed set-up fails the commands queued meanwhile, with its reply; but with
             // Sentinel, a server that is not (or no longer) the primary only sends the link back

@@ -107,7 +107,7 @@ public:
         return fail();
     }
 
-    // The health check's timer: a PING still unanswered a whole interval after it was written
+    // The health check's timer: a PING written a whole interval ago, with no reply at all since,
     // means a dead link (a stuck proxy, a half-open connection), however long it stays open.
     action on_health_timer()
     {
@@ -119,7 +119,9 @@ public:
         return action::check_health;
     }
 
-    void on_health_answer() noexcept { ping_outstanding_ = false; }
+    // A reply, the PING's or any other: the server answers on this link. A PING held back behind
+    // slow commands (WAITs, a long script) is no sign of death while their replies come.
+    void on_reply() noexcept { ping_outstanding_ = false; }
 
     action on_reconnect_timer()
     {

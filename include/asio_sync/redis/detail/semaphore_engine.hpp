@@ -68,10 +68,23 @@ public:
                      bool adopt_capacity, unsigned durable_replicas)
         : connection_(connection), link_(access::shared_impl(connection)),
           executor_(connection.get_executor()), script_(name), durable_replicas_(durable_replicas),
+          wait_timeout_(wait_timeout(lease, access::shared_impl(connection)->health_check_interval())),
           client_(client_options{capacity, lease, safety_margin, random_prefix(), adopt_capacity,
                                  durable_replicas != 0}),
           capacity_(capacity), timer_(executor_)
     {
+    }
+
+    // The timeout of a durable call's WAIT: a tenth of the lease, and at most half the health
+    // check's interval, so that one WAIT that confirms too few replicas never silences the link
+    // for long enough to look dead. At least 1 ms (0 would wait for ever).
+    static std::chrono::milliseconds wait_timeout(std::chrono::milliseconds lease,
+                                                  std::chrono::milliseconds health_interval) noexcept
+    {
+        std::chrono::milliseconds t = lease / 10;
+        if (health_interval > std::chrono::milliseconds::zero())
+            t = std::min(t, health_interval / 2);
+        return std::max(t, std::chrono::milliseconds(1));
     }
 
     // Loads the library on every connect (best effort), listens for grants, reconnections and the
@@ -524,9 +537,7 @@ private:
             const semaphore_reply answer = decode_semaphore_reply(ec, r);
             state->arrived(&answer, false);
         });
-        const auto wait_ms =
-            std::max<std::chrono::milliseconds::rep>(client_.options().lease.count() / 10, 1);
-        execute({"WAIT", std::to_string(durable_replicas_), std::to_string(wait_ms)},
+        execute({"WAIT", std::to_string(durable_replicas_), std::to_string(wait_timeout_.count())},
                 [state, wanted = durable_replicas_](boost::system::error_code ec, const reply& acks) {
                     state->arrived(nullptr, !ec && acks.kind == reply_kind::integer &&
                                                 acks.integer >= static_cast<std::int64_t>(wanted));
@@ -643,6 +654,7 @@ private:
     Executor executor_;
     const semaphore_script script_;
     const unsigned durable_replicas_;              // 0: grants acknowledged by the primary alone
+    const std::chrono::milliseconds wait_timeout_; // of each WAIT
     typename connection_type::subscription_id subscription_{};
     std::uint64_t listener_ = 0;
     std::atomic<bool> closed_{false}; // close() was called: what an acquire of 0 reads without the mutex
