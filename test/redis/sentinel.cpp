@@ -23,8 +23,10 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <future>
 #include <string>
+#include <string_view>
 #include <vector>
 
 BOOST_AUTO_TEST_SUITE(redis_sentinel)
@@ -172,6 +174,48 @@ BOOST_FIXTURE_TEST_CASE(a_link_is_not_set_up_on_a_server_that_is_not_a_primary, 
     const outcome o = wait(read);
     BOOST_TEST(!o.ec);
     BOOST_TEST(o.text == "1");
+}
+
+// A primary that hangs with its connections open (SIGSTOP) looks alive to a link without a health
+// check. The connection listens to a sentinel's +switch-master, so the promotion moves it all the
+// same: the command written to the hung primary completes (with connection_lost, or its reply if
+// it was not yet written), and the next one runs on the new primary.
+BOOST_AUTO_TEST_CASE(a_hung_primary_is_left_when_a_sentinel_announces_the_switch)
+{
+    redis_sentinel_set set;
+    asio::io_context io;
+    auto work = asio::make_work_guard(io);
+    asio_sync::test::io_threads threads(io, 1);
+    redis::connection_options o = set.options();
+    o.health_check_interval = std::chrono::milliseconds(0);
+    redis::connection link(io, o);
+    const auto send = [&](std::initializer_list<std::string_view> args) {
+        return link.async_execute(args, asio::use_future([](boost::system::error_code ec, redis::reply r) {
+                                      return outcome{ec, r.text};
+                                  }));
+    };
+    auto first = send({"SET", "k", "1"});
+    BOOST_TEST(!wait(first).ec);
+    // The watch link is subscribed (a sentinel has a client in pub/sub).
+    eventually([&] {
+        for (std::size_t i = 0; i < 3; ++i)
+            if (set.sentinel(i).command({"CLIENT", "LIST"}).find(" sub=1 ") != std::string::npos)
+                return true;
+        return false;
+    });
+    const std::uint16_t old_port = set.primary_port();
+    asio_sync::test::redis_server& primary = set.server(set.index_of(old_port));
+    primary.pause();
+    auto stuck = send({"GET", "k"});
+    set.wait_for_failover_from(old_port);
+    const outcome hung = wait(stuck);
+    BOOST_TEST((hung.ec == redis::error::connection_lost || (!hung.ec && hung.text == "1")));
+    auto after = send({"SET", "k", "2"});
+    BOOST_TEST(!wait(after).ec);
+    BOOST_TEST(set.server(set.index_of(set.primary_port())).command({"GET", "k"}) == "2");
+    primary.resume();
+    link.close();
+    work.reset();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -39,9 +39,15 @@ redis::connection_options options(std::string user = {}, std::string password = 
     return o;
 }
 
-redis::reply string(std::string text) { return text_reply(redis::reply_kind::string, std::move(text)); }
+redis::reply string(std::string text)
+{
+    return text_reply(redis::reply_kind::string, std::move(text));
+}
 
-redis::reply address(std::string host, std::string port) { return array_reply({string(host), string(port)}); }
+redis::reply address(std::string host, std::string port)
+{
+    return array_reply({string(host), string(port)});
+}
 
 std::string bytes(std::initializer_list<std::string_view> args)
 {
@@ -72,7 +78,13 @@ BOOST_AUTO_TEST_CASE(authenticates_first_when_given_credentials)
     sentinel_query password_only(options({}, "secret"));
     BOOST_TEST(password_only.request() ==
                bytes({"AUTH", "secret"}) + bytes({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "main"}));
-    BOOST_TEST((password_only.on_reply(text_reply(redis::reply_kind::error, "WRONGPASS invalid")) == result::failed));
+    BOOST_TEST((password_only.on_reply(text_reply(redis::reply_kind::error, "WRONGPASS invalid")) ==
+                result::refused));
+    BOOST_TEST(password_only.refusal().text == "WRONGPASS invalid");
+
+    sentinel_query none(options());
+    BOOST_TEST((none.on_reply(text_reply(redis::reply_kind::error, "NOAUTH Authentication required.")) ==
+                result::refused));
     BOOST_TEST((password_only.on_reply(address("::1", "7000")) == result::failed));
 }
 
@@ -91,6 +103,32 @@ BOOST_AUTO_TEST_CASE(a_primary_the_sentinel_does_not_know_and_bad_replies)
     };
     for (const redis::reply& r : bad)
         BOOST_TEST((sentinel_query(options()).on_reply(r) == result::failed));
+}
+
+// The end of a failover, as a sentinel publishes it on +switch-master.
+BOOST_AUTO_TEST_CASE(a_switch_of_the_primary_is_read_from_its_announcement)
+{
+    using redis::detail::switched_primary;
+    const auto message = [](std::string channel, std::string text) {
+        return array_reply({string("message"), string(std::move(channel)), string(std::move(text))});
+    };
+    const auto to = switched_primary(message("+switch-master", "main 10.0.0.7 6379 10.0.0.8 6380"), "main");
+    BOOST_TEST_REQUIRE(to.has_value());
+    BOOST_TEST(to->host == "10.0.0.8");
+    BOOST_TEST(to->port == 6380);
+    // Anything else is not a switch of this primary.
+    BOOST_TEST(!switched_primary(message("+switch-master", "other 10.0.0.7 6379 10.0.0.8 6380"), "main"));
+    BOOST_TEST(!switched_primary(message("+switch-master", "mai 10.0.0.7 6379 10.0.0.8 6380"), "main"));
+    BOOST_TEST(!switched_primary(message("+sdown", "main 10.0.0.7 6379 10.0.0.8 6380"), "main"));
+    BOOST_TEST(!switched_primary(
+        array_reply({string("subscribe"), string("+switch-master"), integer_reply(1)}), "main"));
+    BOOST_TEST(!switched_primary(message("+switch-master", "main 10.0.0.7 6379 10.0.0.8"), "main"));
+    BOOST_TEST(!switched_primary(message("+switch-master", "main 10.0.0.7 6379 10.0.0.8 0"), "main"));
+    BOOST_TEST(!switched_primary(message("+switch-master", "main 10.0.0.7 6379 10.0.0.8 70000"), "main"));
+    BOOST_TEST(!switched_primary(message("+switch-master", "main 10.0.0.7 6379 10.0.0.8 6380 x"), "main"));
+    BOOST_TEST(!switched_primary(message("+switch-master", "main  10.0.0.7 6379 10.0.0.8 6380"), "main"));
+    BOOST_TEST(!switched_primary(message("+switch-master", ""), "main"));
+    BOOST_TEST(!switched_primary(string("main 10.0.0.7 6379 10.0.0.8 6380"), "main"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -93,7 +93,10 @@ struct connection_options
     /// primary was demoted while connected) all drop the link and start a new attempt after the
     /// reconnect delay; the commands that were not sent, and the one refused with `READONLY`,
     /// wait for the new primary. The whole attempt, sentinels included, is bounded by
-    /// `connect_timeout`.
+    /// `connect_timeout`. The connection also stays subscribed to one sentinel's `+switch-master`
+    /// (the next one after each failure): when it announces that the primary moved, the links
+    /// that are not on the new primary start a new attempt at once, without waiting for the
+    /// health check.
     std::vector<sentinel_address> sentinels;
 
     /// The name under which the sentinels know the primary (`sentinel monitor <name> ...`).
@@ -104,7 +107,9 @@ struct connection_options
     std::string sentinel_user;
 
     /// The password for `AUTH` to the sentinels. When both `sentinel_user` and
-    /// `sentinel_password` are empty, no `AUTH` is sent to them.
+    /// `sentinel_password` are empty, no `AUTH` is sent to them. An attempt in which every
+    /// sentinel refuses them fails the commands queued meanwhile with `error::auth_failed`, as a
+    /// server that refuses `user` and `password` does; the link keeps trying.
     std::string sentinel_password;
 };
 

@@ -52,21 +52,24 @@
 
 namespace asio_sync::redis::detail {
 
-// The engine of a connection, shared by the connection object and by every handler of its own
-// I/O, so that those may outlive the connection object. It runs two links to the server: the
-// command link (pipelined commands, replies matched in order) and the subscriber link (pub/sub),
-// each with its own socket, each living its own connect / set up / run / back off sequence
-// (link_fsm). What travels on them is decided without I/O: the command link's requests by the
-// request_pipeline, the subscriber link's by the subscription_table. This class owns the sockets,
-// the timers and the strand, and moves bytes and events between them. All its state lives on the
-// strand; the public functions may be called from any thread and post their work there.
+// The engine of a connection, shared by the connection object and by every handler of its own I/O,
+// so that those may outlive the connection object. It runs two links to the server: the command
+// link (pipelined commands, replies matched in order) and the subscriber link (pub/sub), each with
+// its own socket, each living its own connect / set up / run / back off sequence (link_fsm). With
+// Sentinel a third link, the watch link, stays subscribed to one sentinel's `+switch-master` and
+// sends the other two to the new primary when it hears of a failover. What travels on them is
+// decided without I/O: the command link's requests by the request_pipeline, the subscriber link's
+// by the subscription_table. This class owns the sockets, the timers and the strand, and moves
+// bytes and events between them. All its state lives on the strand; the public functions may be
+// called from any thread and post their work there.
 class connection_impl : public std::enable_shared_from_this<connection_impl>
 {
 public:
     // Throws if the options name a unix socket path that is too long.
     connection_impl(const boost::asio::any_io_executor& ex, const connection_options& options)
         : strand_(ex), options_(options), command_link_(link_kind::command, strand_, options, random_seed()),
-          subscriber_link_(link_kind::subscriber, strand_, options, random_seed())
+          subscriber_link_(link_kind::subscriber, strand_, options, random_seed()),
+          watch_link_(link_kind::watch, strand_, options, random_seed())
     {
         if (!options_.unix_socket.empty())
             unix_endpoint_.emplace(boost::asio::local::stream_protocol::endpoint(options_.unix_socket));
@@ -83,6 +86,12 @@ public:
             unix_endpoint_.reset();
             primary_check_ = {format({"ROLE"}), false, false, true};
             pipeline_.requeue_read_only(true);
+            if (!options_.sentinel_user.empty() || !options_.sentinel_password.empty())
+                sentinel_credentials_ = {
+                    options_.sentinel_user.empty()
+                        ? format({"AUTH", options_.sentinel_password})
+                        : format({"AUTH", options_.sentinel_user, options_.sentinel_password}),
+                    false, true};
         }
     }
 
@@ -216,6 +225,7 @@ private:
     {
         command,
         subscriber,
+        watch, // with Sentinel: subscribed to a sentinel's +switch-master
     };
 
     // One connection attempt of a link and, once connected, its socket and its streams. Replaced
@@ -239,6 +249,10 @@ private:
         std::string writing; // bytes of the write in progress
         bool write_in_progress = false;
         bool established = false; // set up once: the connect listeners have run
+        primary_address primary;  // with Sentinel, where the sentinels sent it
+        std::size_t refusals = 0; // with Sentinel, the sentinels of this attempt that refused AUTH
+        reply refusal;            // the last one's reply
+        std::size_t sentinel = 0; // the watch link: the sentinel it listens to
     };
 
     struct link
@@ -344,8 +358,19 @@ private:
             });
         if (unix_endpoint_)
             return s->socket.async_connect(*unix_endpoint_, connected);
+        if (l.kind == link_kind::watch)
+        {
+            // Each attempt listens to the next sentinel, from the one that answered last.
+            s->sentinel = (sentinel_first_ + watch_attempts_++) % options_.sentinels.size();
+            return connect_to(l, s, options_.sentinels[s->sentinel].host,
+                              options_.sentinels[s->sentinel].port, connected);
+        }
         if (!options_.sentinels.empty())
+        {
+            if (!watch_link_.fsm.started())
+                perform(watch_link_, watch_link_.fsm.start());
             return ask_sentinel(l, s, 0);
+        }
         connect_to(l, s, options_.host, options_.port, connected);
     }
 
@@ -378,7 +403,13 @@ private:
     {
         const std::vector<connection_options::sentinel_address>& sentinels = options_.sentinels;
         if (tried == sentinels.size())
+        {
+            // Every sentinel refused the credentials: as with a refused AUTH to the server, the
+            // commands queued meanwhile fail with auth_failed; the link tries again.
+            if (l.kind == link_kind::command && s->refusals == sentinels.size())
+                pipeline_.fail_queued(error::auth_failed, s->refusal);
             return perform(l, l.fsm.on_connected(false));
+        }
         const std::size_t index = (sentinel_first_ + tried) % sentinels.size();
         auto exchange = std::make_shared<sentinel_exchange>(options_, index, tried);
         // A sentinel that accepts and never answers (paused, overloaded) must leave time for the
@@ -437,10 +468,16 @@ private:
                                const sentinel_query::result answer = exchange->query.on_reply(r);
                                if (answer == sentinel_query::result::pending)
                                    continue;
+                               if (answer == sentinel_query::result::refused)
+                               {
+                                   ++s->refusals;
+                                   s->refusal = exchange->query.refusal();
+                               }
                                if (answer != sentinel_query::result::found)
                                    return self.next_sentinel(l, s, *exchange);
                                exchange->done = true;
                                self.sentinel_first_ = exchange->index;
+                               s->primary = {exchange->query.host(), exchange->query.port()};
                                boost::system::error_code ignored;
                                s->socket.close(ignored);
                                return self.connect_to(
@@ -467,17 +504,25 @@ private:
         }
         read(l, s);
         std::vector<setup_command> setup;
-        if (!credentials_.bytes.empty())
-            setup.push_back(credentials_);
-        if (!primary_check_.bytes.empty())
-            setup.push_back(primary_check_);
+        if (l.kind == link_kind::watch)
+        {
+            if (!sentinel_credentials_.bytes.empty())
+                setup.push_back(sentinel_credentials_);
+        }
+        else
+        {
+            if (!credentials_.bytes.empty())
+                setup.push_back(credentials_);
+            if (!primary_check_.bytes.empty())
+                setup.push_back(primary_check_);
+        }
         if (l.kind == link_kind::command)
         {
             if (!select_.empty())
                 setup.push_back({select_, false, false});
             setup.insert(setup.end(), setup_commands_.begin(), setup_commands_.end());
         }
-        request_pipeline& requests = l.kind == link_kind::command ? pipeline_ : subscriber_setup_;
+        request_pipeline& requests = requests_of(l);
         const std::string bytes = requests.start_session(setup);
         if (!requests.setting_up())
             return perform(l, l.fsm.on_set_up(true));
@@ -497,8 +542,10 @@ private:
                     listener.second();
             flush();
         }
-        else
+        else if (l.kind == link_kind::subscriber)
             write(l, subscriptions_.on_link_up());
+        else
+            write(l, format({"SUBSCRIBE", switch_master_channel}));
         arm_health_check(l);
     }
 
@@ -525,13 +572,9 @@ private:
         s->connect_timer.cancel();
         s->sentinel_timer.cancel();
         s->health_timer.cancel();
-        if (l.kind == link_kind::command)
-            pipeline_.end_session(ec);
-        else
-        {
-            subscriber_setup_.end_session(ec);
+        requests_of(l).end_session(ec);
+        if (l.kind == link_kind::subscriber)
             subscriptions_.on_link_down();
-        }
     }
 
     void add_setup(std::string command, bool best_effort)
@@ -546,6 +589,29 @@ private:
             return;
         l.fsm.on_setup_added();
         write(l, pipeline_.add_setup(setup_commands_.back()));
+    }
+
+    // The server the sentinels named is not the primary: the next attempt starts from the
+    // sentinel after the one that named it, so that a sentinel whose view is stale cannot pin the
+    // links to a replica.
+    void skip_sentinel() noexcept { sentinel_first_ = (sentinel_first_ + 1) % options_.sentinels.size(); }
+
+    request_pipeline& requests_of(link& l) noexcept
+    {
+        return l.kind == link_kind::command      ? pipeline_
+               : l.kind == link_kind::subscriber ? subscriber_setup_
+                                                 : watch_setup_;
+    }
+
+    // A sentinel announced that the primary moved to `to`: the links that are not there (set up
+    // on the old primary, or still looking for one) start again from the sentinel that said so;
+    // the commands written on them complete with connection_lost, the queued ones wait.
+    void follow_switch(const primary_address& to, std::size_t sentinel)
+    {
+        sentinel_first_ = sentinel;
+        for (link* l : {&command_link_, &subscriber_link_})
+            if (l->current && (l->current->primary.host != to.host || l->current->primary.port != to.port))
+                perform(*l, l->fsm.on_failure());
     }
 
     // ---- reading and writing
@@ -588,7 +654,13 @@ private:
             subscriptions_.on_push(r);
             return;
         }
-        request_pipeline& requests = l.kind == link_kind::command ? pipeline_ : subscriber_setup_;
+        if (l.kind == link_kind::watch && l.fsm.ready())
+        {
+            if (const std::optional<primary_address> to = switched_primary(r, options_.master_name))
+                follow_switch(*to, l.current->sentinel);
+            return;
+        }
+        request_pipeline& requests = requests_of(l);
         switch (requests.on_reply(std::move(r)))
         {
         case reply_answer::command:
@@ -600,11 +672,14 @@ private:
             // A failed set-up fails the commands queued meanwhile, with its reply; but with
             // Sentinel, a server that is not (or no longer) the primary only sends the link back
             // to the sentinels, and the commands wait.
-            if (l.kind == link_kind::command && requests.setup_error() &&
-                !(!primary_check_.bytes.empty() && requests.setup_error() == error::read_only))
+            if (!primary_check_.bytes.empty() && requests.setup_error() == error::read_only)
+                skip_sentinel();
+            else if (l.kind == link_kind::command && requests.setup_error())
                 pipeline_.fail_queued(requests.setup_error(), requests.setup_reply());
             return perform(l, l.fsm.on_set_up(!requests.setup_error()));
-        case reply_answer::not_primary: // back to the sentinels
+        case reply_answer::not_primary: // READONLY: the server was demoted
+            skip_sentinel();
+            return perform(l, l.fsm.on_failure());
         case reply_answer::unexpected:
             return perform(l, l.fsm.on_failure());
         }
@@ -649,7 +724,7 @@ private:
         closed_ = true;
         for (const auto& listener : std::exchange(close_listeners_, {}))
             listener.second();
-        for (link* l : {&command_link_, &subscriber_link_})
+        for (link* l : {&command_link_, &subscriber_link_, &watch_link_})
             perform(*l, l->fsm.close());
         pipeline_.close();
         subscriptions_.clear();
@@ -659,15 +734,19 @@ private:
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     connection_options options_;
     std::optional<endpoint_type> unix_endpoint_;
-    setup_command credentials_;      // empty: no AUTH
-    setup_command primary_check_;    // ROLE, with Sentinel; empty otherwise
-    std::string select_;             // empty: database 0
-    std::size_t sentinel_first_ = 0; // the sentinel that answered last
+    setup_command credentials_;          // empty: no AUTH
+    setup_command primary_check_;        // ROLE, with Sentinel; empty otherwise
+    std::string select_;                 // empty: database 0
+    setup_command sentinel_credentials_; // empty: no AUTH to the sentinels
+    std::size_t sentinel_first_ = 0;     // the sentinel that answered last
+    std::size_t watch_attempts_ = 0;     // the watch link's connection attempts
     std::vector<setup_command> setup_commands_;
     link command_link_;
     link subscriber_link_;
+    link watch_link_;
     request_pipeline pipeline_;         // the command link's requests
     request_pipeline subscriber_setup_; // the subscriber link's set-up (credentials)
+    request_pipeline watch_setup_;      // the watch link's set-up (the sentinels' credentials)
     subscription_table subscriptions_;
     std::map<std::uint64_t, event_callback> connect_listeners_;
     std::map<std::uint64_t, event_callback> close_listeners_;
