@@ -566,11 +566,28 @@ const scenario scenarios[] = {
      [](client_fixture& f) {
          f.client = semaphore_client(client_options{2, lease, margin, "p", false, true});
          f.sent(1, 1);
-         f.message("granted 7 1 p:1", {}); // in flight: its own reply will say
          f.answer(1, queued(1, lease), {"watch"});
          f.message("granted 7 1 p:1", {"renew #1 p:1 fence=0"});
          f.renewed("p:1", granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
          f.message("granted 7 1 p:1", {}); // granted already
+     }},
+    {"with durable grants a grant published while the acquire is in flight renews once it is queued",
+     [](client_fixture& f) {
+         // The defect this rule fixes: the message was dropped, and the waiter, granted, waited for
+         // the next heartbeat (a third of a lease) to learn it.
+         f.client = semaphore_client(client_options{2, lease, margin, "p", false, true});
+         f.sent(1, 1);
+         f.message("granted 7 1 p:1", {}); // in flight: its own reply will say
+         f.answer(1, make(outcome::connection_lost), {"acquire #1 p:1 n=1 wait"});
+         f.answer(1, queued(1, lease), {"renew #1 p:1 fence=0"}); // confirmed before the grant
+         f.renewed("p:1", granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
+     }},
+    {"with durable grants a grant published while the acquire is in flight is its own reply's",
+     [](client_fixture& f) {
+         f.client = semaphore_client(client_options{2, lease, margin, "p", false, true});
+         f.sent(1, 1);
+         f.message("granted 7 1 p:1", {});
+         f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
      }},
     {"messages for other ids or malformed are ignored",
      [](client_fixture& f) {

@@ -347,6 +347,10 @@ public:
         case outcome::queued:
             w->at = phase::queued;
             w->lease_end = later(w->lease_end, sent_at + r.left);
+            if (std::exchange(w->hinted, false))
+                // Granted since, as a message said while the reply was awaited: the renewal's
+                // confirmed reply grants it now, not the next heartbeat.
+                return out.push_back(client_action::send_renew(serial, w->id, 0, now));
             return watch(out);
         case outcome::busy:
             return fail(serial, boost::asio::error::would_block, out);
@@ -725,6 +729,7 @@ private:
         std::size_t capacity = 0;      // the capacity its acquire was last sent with
         bool sent = false;             // its id was sent: giving up releases it
         bool reloaded = false;         // the library was loaded again for it once
+        bool hinted = false;           // durable grants: a grant was published while it was in flight
         clock::time_point lease_end{}; // the earliest its waiter lease can end on the server
     };
 
@@ -783,6 +788,7 @@ private:
             serial_of_.erase(w.id);
         w.id = next_id();
         w.sent = false;
+        w.hinted = false;
         serial_of_[w.id] = serial;
     }
 
@@ -878,9 +884,12 @@ private:
         waiter& w = waiters_.at(serial->second);
         if (options_.durable)
         {
-            // An acquire in flight hears it from its own confirmed reply.
+            // An acquire in flight hears it from its own confirmed reply, unless that reply says
+            // queued: then it renews at once.
             if (w.at == phase::queued)
                 out.push_back(client_action::send_renew(serial->second, w.id, 0, now));
+            else
+                w.hinted = true;
             return;
         }
         // Its lease is the waiter lease that its last deadline-setting call set.
