@@ -1169,6 +1169,27 @@ BOOST_AUTO_TEST_CASE(fenced_writes_of_odd_but_valid_input)
 
 // ---- durable grants: frozen replicas and the health check
 
+// How unrelated commands, sent one after the other on `conn` while `go_on()`, completed.
+struct unrelated_outcomes
+{
+    int ok = 0, lost = 0, other = 0; // lost: connection_lost, the link dropped as dead
+};
+
+template <class Predicate>
+unrelated_outcomes run_unrelated_commands(redis::connection& conn, Predicate go_on)
+{
+    unrelated_outcomes n;
+    while (go_on())
+    {
+        auto f = conn.async_execute({"INCR", "unrelated"}, as_executed());
+        const executed e = wait(f);
+        n.ok += !e.ec ? 1 : 0;
+        n.lost += e.ec == redis::error::connection_lost ? 1 : 0;
+        n.other += e.ec && e.ec != redis::error::connection_lost ? 1 : 0;
+    }
+    return n;
+}
+
 // With too few replicas answering, every renewal's WAIT waits its whole time (a tenth of the
 // lease), and the renewals of all holders, pipelined on the command link, held the health check's
 // PING back for the sum of their WAITs: more than the interval as soon as there were more holders
@@ -1182,7 +1203,7 @@ BOOST_AUTO_TEST_CASE(frozen_replicas_do_not_make_a_live_link_look_dead)
     redis_server& replica = *replica_server;
     context ctx;
     redis::connection_options o = options_for(primary.port());
-    o.health_check_interval = 400ms; // above the longest WAIT, 300 ms, as the health check's docs advise
+    o.health_check_interval = 400ms; // each WAIT waits 200 ms (half of it), four of them 800 ms
     redis::connection conn(ctx.io, o);
     redis::semaphore sem(conn, "frozen-replicas", 4, lease_of(3000ms, 1));
     std::vector<redis::semaphore::permit> held;
@@ -1198,15 +1219,7 @@ BOOST_AUTO_TEST_CASE(frozen_replicas_do_not_make_a_live_link_look_dead)
     const auto holding = [&] {
         return std::any_of(held.begin(), held.end(), [](const auto& p) { return p.valid_for() > 0s; });
     };
-    int ok = 0, lost = 0, other = 0;
-    while (holding())
-    {
-        auto f = conn.async_execute({"INCR", "unrelated"}, as_executed());
-        const executed e = wait(f);
-        ok += !e.ec ? 1 : 0;
-        lost += e.ec == redis::error::connection_lost ? 1 : 0;
-        other += e.ec && e.ec != redis::error::connection_lost ? 1 : 0;
-    }
+    const auto [ok, lost, other] = run_unrelated_commands(conn, holding);
     const long connections_after = info_number(primary, "stats", "total_connections_received:");
     replica.resume();
     BOOST_TEST_MESSAGE(ok << " ran, " << lost << " lost with the link; "
@@ -1237,15 +1250,7 @@ BOOST_AUTO_TEST_CASE(a_long_lease_does_not_make_a_live_link_look_dead)
     auto acquire = sem.async_acquire_permit_for(
         1, 2000ms,
         asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
-    int ok = 0, lost = 0, other = 0;
-    while (!is_ready(acquire))
-    {
-        auto f = conn.async_execute({"INCR", "unrelated"}, as_executed());
-        const executed e = wait(f);
-        ok += !e.ec ? 1 : 0;
-        lost += e.ec == redis::error::connection_lost ? 1 : 0;
-        other += e.ec && e.ec != redis::error::connection_lost ? 1 : 0;
-    }
+    const auto [ok, lost, other] = run_unrelated_commands(conn, [&] { return !is_ready(acquire); });
     BOOST_TEST((wait(acquire) == asio_sync::error::timed_out));
     const long connections_after = info_number(primary, "stats", "total_connections_received:");
     replica.resume();
