@@ -62,4 +62,38 @@ BOOST_AUTO_TEST_CASE(refuses_for_the_pipeline_what_breaks_reply_order)
                "*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n");
 }
 
+// The values Redis Cluster's specification gives, and its hash tag rules.
+BOOST_AUTO_TEST_CASE(computes_the_cluster_slot_of_a_key)
+{
+    using redis::detail::key_slot;
+    BOOST_TEST(key_slot("123456789") == 0x31C3);
+    BOOST_TEST(key_slot("foo") == 12182);
+    BOOST_TEST(key_slot("{user1000}.following") == key_slot("user1000"));
+    BOOST_TEST(key_slot("foo{}{bar}") != key_slot("bar"));
+    BOOST_TEST(key_slot("foo{{bar}}zap") == key_slot("{bar"));
+    BOOST_TEST(key_slot("foo{bar}{zap}") == key_slot("bar"));
+    BOOST_TEST(key_slot("") == 0);
+}
+
+// A command goes for the slot of its first key: the first argument, or the one after numkeys for
+// the scripting calls; a keyless one for any node; and the engine can send one for a given slot.
+BOOST_AUTO_TEST_CASE(sends_a_command_for_the_slot_of_its_first_key)
+{
+    using redis::detail::key_slot;
+    const auto slot = [](std::vector<std::string> args) {
+        return formatted_command::format_for_pipeline(args).slot();
+    };
+    BOOST_TEST(slot({"GET", "foo"}) == key_slot("foo"));
+    BOOST_TEST(slot({"fcall", "f", "2", "{a}x", "{a}y", "arg"}) == key_slot("a"));
+    BOOST_TEST(slot({"EVALSHA", "sha", "0", "arg"}) == -1);
+    BOOST_TEST(slot({"PING"}) == -1);
+    BOOST_TEST(slot({"wait", "1", "100"}) == -1);
+    BOOST_TEST(slot({"CONFIG", "GET", "maxmemory"}) == -1);
+    BOOST_TEST(formatted_command::format_for_pipeline(std::vector<std::string>{"WAIT", "1", "0"}).waits());
+    BOOST_TEST(!formatted_command::format_for_pipeline(std::vector<std::string>{"GET", "WAIT"}).waits());
+    formatted_command routed = formatted_command::format_for_pipeline(std::vector<std::string>{"PING"});
+    routed.route_to(42);
+    BOOST_TEST(routed.slot() == 42);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,7 @@
 #include "support/redis_client.hpp"
 #include "support/redis_sentinel.hpp"
 #include "support/redis_server.hpp"
+#include "support/semaphore_fleet.hpp"
 #include "support/semaphore_timeline.hpp"
 #include "support/tcp_proxy.hpp"
 
@@ -889,15 +890,7 @@ BOOST_DATA_TEST_CASE(a_durable_fleet_on_a_thread_pool_across_a_failover,
 
     const std::lock_guard lock(log.mutex);
     BOOST_TEST(log.started == log.completed);
-    std::vector<std::uint64_t> fences;
-    std::size_t lost = 0;
-    for (const hold& h : log.holds)
-    {
-        fences.push_back(h.fence);
-        lost += h.lost ? 1 : 0;
-    }
-    std::sort(fences.begin(), fences.end());
-    BOOST_TEST((std::adjacent_find(fences.begin(), fences.end()) == fences.end()));
+    const std::size_t lost = asio_sync::test::check_unique_fences(log.holds);
     BOOST_TEST(asio_sync::test::peak(log.holds) <= capacity);
     BOOST_TEST(beyond == 0u);
     BOOST_TEST_MESSAGE(log.holds.size() << " holds (" << lost << " lost), " << log.failed

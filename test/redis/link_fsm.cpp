@@ -165,4 +165,17 @@ BOOST_AUTO_TEST_CASE(close_stops_the_link_for_good)
     BOOST_TEST((fsm.start() == action::none));
 }
 
+// A link no longer needed (a cluster node that left) stops trying while it fails, and can be
+// started again; a link that runs is not parked.
+BOOST_AUTO_TEST_CASE(a_failing_link_can_be_parked_and_started_again)
+{
+    link_fsm fsm = ready_link();
+    BOOST_TEST((fsm.park() == action::none));
+    BOOST_TEST((fsm.on_failure() == action::reconnect));
+    BOOST_TEST((fsm.park() == action::stop));
+    BOOST_TEST(!fsm.started());
+    BOOST_TEST((fsm.on_reconnect_timer() == action::none));
+    BOOST_TEST((fsm.start() == action::connect));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,8 +7,10 @@
 
 // The command link's requests without a socket: set-up first, the callers' commands after it,
 // replies matched in order, health checks, failed set-ups, the primary check, a command refused
-// with READONLY queued again, a session lost, cancellation of commands waiting or written, and
-// close.
+// with READONLY queued again, a session lost, cancellation of commands waiting or written, close,
+// and in a cluster: redirections handed back (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), ASKING written
+// before a command, a WAIT after a redirected command of its slot answered connection_lost, and
+// the map's question.
 
 #include <asio_sync/redis/detail/request_pipeline.hpp>
 
@@ -34,6 +36,7 @@ using boost::system::error_code;
 using redis::detail::command_op_base;
 using redis::detail::command_op_ptr;
 using redis::detail::formatted_command;
+using redis::detail::redirect;
 using redis::detail::reply_answer;
 using redis::detail::request_pipeline;
 using redis::detail::setup_command;
@@ -45,7 +48,7 @@ class recorded_op final : public command_op_base
 {
 public:
     recorded_op(std::uint64_t id, std::initializer_list<std::string_view> args, std::vector<std::string>& log)
-        : command_op_base(&do_func, id, formatted_command::format(args)), log_(log)
+        : command_op_base(&do_func, id, formatted_command::format_for_pipeline(args)), log_(log)
     {
     }
 
@@ -110,7 +113,8 @@ const setup_command role{bytes({"ROLE"}), false, false, true};
 
 redis::reply role_reply(std::string name)
 {
-    return asio_sync::test::array_reply({asio_sync::test::text_reply(redis::reply_kind::string, std::move(name))});
+    return asio_sync::test::array_reply(
+        {asio_sync::test::text_reply(redis::reply_kind::string, std::move(name))});
 }
 
 } // namespace
@@ -241,8 +245,9 @@ BOOST_FIXTURE_TEST_CASE(a_primary_check_fails_the_set_up_on_another_role, fixtur
 
     // ROLE refused (an ACL without it) is that error, not a role.
     pipeline.start_session({role});
-    BOOST_TEST((pipeline.on_reply(error_reply("NOPERM this user has no permissions to run the 'role' command")) ==
-                reply_answer::set_up));
+    BOOST_TEST(
+        (pipeline.on_reply(error_reply("NOPERM this user has no permissions to run the 'role' command")) ==
+         reply_answer::set_up));
     BOOST_TEST(pipeline.setup_error() == error_code(redis::error::server_error));
 }
 
@@ -287,6 +292,102 @@ BOOST_AUTO_TEST_CASE(destruction_destroys_the_handlers_still_held)
         pipeline.add(command_op_ptr(new recorded_op(2, {"GET", "b"}, log)));
     }
     BOOST_TEST(log == (std::vector<std::string>{"2 destroyed", "1 destroyed"}));
+}
+
+BOOST_AUTO_TEST_CASE(redirections_are_parsed)
+{
+    redirect r;
+    BOOST_TEST(redis::detail::parse_redirect(error_reply("MOVED 3999 127.0.0.1:6381"), r));
+    BOOST_TEST((r.what == redirect::kind::moved));
+    BOOST_TEST(r.slot == 3999);
+    BOOST_TEST(r.host == "127.0.0.1");
+    BOOST_TEST(r.port == 6381);
+    BOOST_TEST(redis::detail::parse_redirect(error_reply("ASK 0 [::1]:7000"), r));
+    BOOST_TEST((r.what == redirect::kind::ask));
+    BOOST_TEST(r.host == "[::1]");
+    BOOST_TEST(redis::detail::parse_redirect(error_reply("MOVED 16383 :7001"), r)); // the same host
+    BOOST_TEST(r.host.empty());
+    BOOST_TEST(redis::detail::parse_redirect(
+        error_reply("TRYAGAIN Multiple keys request during rehashing of slot"), r));
+    BOOST_TEST((r.what == redirect::kind::retry));
+    BOOST_TEST(redis::detail::parse_redirect(error_reply("CLUSTERDOWN The cluster is down"), r));
+    for (const char* bad : {"MOVED 16384 h:1", "MOVED x h:1", "MOVED 1 h:", "MOVED 1 h:70000", "MOVED 1",
+                            "ERR MOVED", "ASK  h:1"})
+        BOOST_TEST(!redis::detail::parse_redirect(error_reply(bad), r), bad);
+    BOOST_TEST(!redis::detail::parse_redirect(status("MOVED 1 h:1"), r));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_redirected_command_is_handed_back_and_a_wait_after_it_says_nothing, fixture)
+{
+    pipeline.follow_redirects(true);
+    pipeline.start_session({});
+    add(1, {"SET", "a", "1"});
+    add(2, {"WAIT", "1", "100"});
+    add(3, {"SET", "b", "1"});
+    // A WAIT sent for b's slot (as the semaphore's engine sends its WAITs for its slot).
+    auto* wait_b = new recorded_op(4, {"WAIT", "1", "100"}, log);
+    wait_b->command().route_to(redis::detail::key_slot("b"));
+    pipeline.add(command_op_ptr(wait_b));
+    pipeline.take_commands();
+    BOOST_TEST((pipeline.on_reply(error_reply("MOVED 15495 127.0.0.1:7002")) == reply_answer::redirected));
+    redirect r = pipeline.take_redirect();
+    BOOST_TEST(r.op->id() == 1u);
+    BOOST_TEST(r.op->command().bytes() == bytes({"SET", "a", "1"})); // kept, to be written again
+    r.op->complete({}, status("moved on"));
+    BOOST_TEST((pipeline.on_reply(status("2 replicas")) == reply_answer::command));
+    BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::command));
+    BOOST_TEST((pipeline.on_reply(status("2 replicas")) == reply_answer::command));
+    // A keyless WAIT, sent for any slot, says nothing; one for another slot counts its writes.
+    BOOST_TEST(take_log() ==
+               (std::vector<std::string>{"1 moved on", "2 connection_lost", "3 OK", "4 2 replicas"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(without_following_a_redirection_is_an_error, fixture)
+{
+    pipeline.start_session({});
+    add(1, {"GET", "a"});
+    pipeline.take_commands();
+    BOOST_TEST((pipeline.on_reply(error_reply("MOVED 15495 127.0.0.1:7002")) == reply_answer::command));
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 server_error MOVED 15495 127.0.0.1:7002"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_command_sent_after_an_ask_is_written_after_asking, fixture)
+{
+    pipeline.follow_redirects(true);
+    pipeline.start_session({});
+    pipeline.add(command_op_ptr(new recorded_op(1, {"GET", "a"}, log)), true);
+    BOOST_TEST(pipeline.take_commands() == bytes({"ASKING"}) + bytes({"GET", "a"}));
+    BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::health));
+    BOOST_TEST((pipeline.on_reply(status("A")) == reply_answer::command));
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 A"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(queued_commands_of_other_slots_are_taken_back_in_order, fixture)
+{
+    add(1, {"GET", "a"}); // slot 15495
+    add(2, {"GET", "b"}); // slot 3300
+    add(3, {"PING"});     // any
+    add(4, {"GET", "a"});
+    std::vector<std::uint64_t> taken;
+    for (command_op_base* op : pipeline.take_queued_unless([](int slot) { return slot != 15495; }))
+    {
+        taken.push_back(op->id());
+        op->destroy();
+    }
+    BOOST_TEST(taken == (std::vector<std::uint64_t>{1, 4}));
+    pipeline.start_session({});
+    BOOST_TEST(pipeline.take_commands() == bytes({"GET", "b"}) + bytes({"PING"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(the_maps_question_is_answered_in_its_place, fixture)
+{
+    pipeline.start_session({});
+    add(1, {"GET", "a"});
+    pipeline.take_commands();
+    BOOST_TEST(pipeline.slots_query() == bytes({"CLUSTER", "SLOTS"}));
+    BOOST_TEST((pipeline.on_reply(status("A")) == reply_answer::command));
+    BOOST_TEST((pipeline.on_reply(asio_sync::test::integer_reply(5)) == reply_answer::slots));
+    BOOST_TEST(pipeline.take_slots().integer == 5);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

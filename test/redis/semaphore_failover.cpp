@@ -22,6 +22,7 @@
 #include "support/redis_client.hpp"
 #include "support/redis_sentinel.hpp"
 #include "support/redis_server.hpp"
+#include "support/semaphore_fleet.hpp"
 #include "support/semaphore_timeline.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -63,80 +64,9 @@ using asio_sync::test::wait;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr auto as_result = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t capacity = 3;
 constexpr std::size_t links = 3;
 constexpr std::size_t workers_per_link = 8;
-
-struct record
-{
-    std::mutex mutex;
-    std::vector<hold> holds;
-    std::map<std::string, std::size_t> failures;                        // acquire errors by message
-    std::vector<std::pair<clock_type::time_point, std::string>> losses; // grant, and how it was lost
-    std::vector<clock_type::time_point> requested; // of each hold, by index: when its acquire started
-    std::size_t started = 0, completed = 0;
-};
-
-asio::awaitable<void> worker(redis::semaphore& sem, record& log, const std::atomic<bool>& stop)
-{
-    asio::steady_timer timer(co_await asio::this_coro::executor);
-    while (!stop.load())
-    {
-        {
-            const std::lock_guard lock(log.mutex);
-            ++log.started;
-        }
-        const auto requested = clock_type::now();
-        auto [ec, permit] = co_await sem.async_acquire_permit_for(1, 20s, as_result);
-        const auto granted = clock_type::now();
-        {
-            const std::lock_guard lock(log.mutex);
-            ++log.completed;
-            if (ec)
-                ++log.failures[ec.message()];
-        }
-        if (ec)
-        {
-            timer.expires_after(20ms);
-            co_await timer.async_wait(as_result);
-            continue;
-        }
-        // The loss, if it is reported while held, ends the hold.
-        auto lost_at = std::make_shared<std::optional<clock_type::time_point>>();
-        auto lost_how = std::make_shared<boost::system::error_code>();
-        permit.async_wait_lost([lost_at, lost_how](boost::system::error_code lost) {
-            if (lost != asio::error::operation_aborted)
-            {
-                *lost_at = clock_type::now();
-                *lost_how = lost;
-            }
-        });
-        timer.expires_after(20ms);
-        co_await timer.async_wait(as_result);
-        hold h{granted, clock_type::now(), permit.fencing_token(), false};
-        if (*lost_at)
-        {
-            h.ended = std::min(h.ended, **lost_at);
-            h.lost = true;
-        }
-        auto [released] = co_await permit.async_release(as_result);
-        if (released)
-            h.lost = true; // lease_lost or state_lost: held up to its end all the same
-        const std::lock_guard lock(log.mutex);
-        log.holds.push_back(h);
-        log.requested.push_back(requested);
-        if (h.lost)
-            log.losses.emplace_back(
-                granted, "fence " + std::to_string(h.fence) + ": " +
-                             (*lost_at ? "told \"" + lost_how->message() + "\"" : std::string("not told")) +
-                             ", released with \"" + released.message() + "\" " +
-                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                clock_type::now() - granted)
-                                                .count()) +
-                             " ms after the grant");
-    }
-}
 
 enum class fault
 {
@@ -178,16 +108,14 @@ std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_beh
         conns.push_back(std::make_unique<redis::connection>(io, set.options()));
         sems.push_back(std::make_unique<redis::semaphore>(*conns.back(), "jobs", capacity, options));
     }
-    record log;
+    asio_sync::test::fleet_record log;
     std::atomic<bool> stop{false};
     std::vector<std::future<void>> done;
     for (std::size_t i = 0; i < links * workers_per_link; ++i)
-        done.push_back(asio::co_spawn(io, worker(*sems[i % links], log, stop), asio::use_future));
+        done.push_back(
+            asio::co_spawn(io, asio_sync::test::fleet_worker(*sems[i % links], log, stop), asio::use_future));
 
-    const auto count_holds = [&] {
-        const std::lock_guard lock(log.mutex);
-        return log.holds.size();
-    };
+    const auto count_holds = [&] { return asio_sync::test::holds_of(log); };
     asio_sync::test::eventually([&] { return count_holds() >= 50; });
     const std::uint16_t old_port = set.primary_port();
     asio_sync::test::redis_server& primary = set.server(set.index_of(old_port));
@@ -247,42 +175,8 @@ std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_beh
         c->close();
     work.reset();
 
+    const std::size_t lost = asio_sync::test::check_fleet(log, failed_at);
     const std::lock_guard lock(log.mutex);
-    BOOST_TEST(log.started == log.completed); // every acquire completed, once (a coroutine resumes once)
-    for (const auto& [message, count] : log.failures)
-        BOOST_TEST_MESSAGE("acquires failed with \"" << message << "\": " << count);
-    std::vector<std::uint64_t> fences;
-    std::size_t lost = 0;
-    for (const hold& h : log.holds)
-    {
-        fences.push_back(h.fence);
-        lost += h.lost ? 1 : 0;
-    }
-    std::sort(fences.begin(), fences.end());
-    BOOST_TEST((std::adjacent_find(fences.begin(), fences.end()) == fences.end())); // unique
-    // Fences grow with the grants, across the failover: an acquire started after another was
-    // granted gets a larger fence. (Its own completion time says nothing: a replay after the kill
-    // can complete a grant the old primary made, with its fence.)
-    std::vector<std::pair<clock_type::time_point, std::uint64_t>> by_grant; // (granted, largest fence so far)
-    for (const hold& h : log.holds)
-        by_grant.emplace_back(h.granted, h.fence);
-    std::sort(by_grant.begin(), by_grant.end());
-    for (std::size_t i = 1; i < by_grant.size(); ++i)
-        by_grant[i].second = std::max(by_grant[i].second, by_grant[i - 1].second);
-    std::size_t backwards = 0;
-    for (std::size_t i = 0; i < log.holds.size(); ++i)
-    {
-        const auto earlier = std::lower_bound(by_grant.begin(), by_grant.end(),
-                                              std::make_pair(log.requested[i], std::uint64_t{0}));
-        if (earlier != by_grant.begin() && std::prev(earlier)->second >= log.holds[i].fence)
-            ++backwards;
-    }
-    BOOST_TEST(backwards == 0u);
-    for (const auto& [granted, story] : log.losses)
-        BOOST_TEST_MESSAGE(
-            "lost: granted "
-            << std::chrono::duration_cast<std::chrono::milliseconds>(granted - failed_at).count()
-            << " ms from the fault, " << story);
     const std::size_t most = peak(log.holds);
     BOOST_TEST_MESSAGE(log.holds.size()
                        << " holds, " << lost << " lost, at most " << most

@@ -58,7 +58,7 @@ public:
         }
         // Ready once every replica is in sync and every sentinel knows the replicas and the other
         // sentinels: only then can a failover happen.
-        wait_for("the replicas to sync and the sentinels to meet", [&] {
+        wait_for_set_up("the replicas to sync and the sentinels to meet", [&] {
             for (std::size_t i = 1; i < servers_.size(); ++i)
                 if (servers_[i]->command({"INFO", "replication"}).find("master_link_status:up") ==
                     std::string::npos)
@@ -80,15 +80,10 @@ public:
     // Connection options that find the primary through the sentinels.
     redis::connection_options options() const
     {
-        using namespace std::chrono_literals;
-        redis::connection_options o;
+        redis::connection_options o = failover_client_options();
         for (const auto& s : sentinels_)
             o.sentinels.push_back({"127.0.0.1", s->port()});
         o.master_name = name;
-        o.reconnect_delay_min = 1ms;
-        o.reconnect_delay_max = 50ms;
-        o.health_check_interval = 200ms;
-        o.connect_timeout = 2000ms;
         return o;
     }
 
@@ -125,7 +120,7 @@ public:
     // that server answers ROLE as a primary.
     void wait_for_failover_from(std::uint16_t old_port)
     {
-        wait_for("a failover", [&] {
+        wait_for_set_up("a failover", [&] {
             for (const auto& s : sentinels_)
             {
                 if (!s->running())
@@ -148,18 +143,6 @@ private:
         if (at == std::string::npos)
             return 0;
         return static_cast<std::size_t>(std::stoul(fields.substr(at + field.size() + 1)));
-    }
-
-    template <class Predicate>
-    static void wait_for(const char* what, Predicate ready)
-    {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (!ready())
-        {
-            if (std::chrono::steady_clock::now() > deadline)
-                throw std::runtime_error(std::string("redis_sentinel_set: timed out waiting for ") + what);
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
     }
 
     std::vector<std::unique_ptr<redis_server>> servers_;

@@ -12,6 +12,8 @@
 // crashed test leaves nothing running. It can be stopped, killed, paused and started again on the
 // same port and directory, for fault tests.
 
+#include <asio_sync/redis/connection_options.hpp>
+
 #include <hiredis/hiredis.h>
 
 #include <arpa/inet.h>
@@ -401,6 +403,33 @@ private:
     std::uint16_t port_ = 0;
     pid_t pid_ = -1;
 };
+
+// Client options for servers that fail over (Sentinel, Cluster): reconnections within 50 ms, a
+// dead link found by the health check within 400 ms, a connection attempt bounded by 2 s.
+inline redis::connection_options failover_client_options()
+{
+    using namespace std::chrono_literals;
+    redis::connection_options o;
+    o.reconnect_delay_min = 1ms;
+    o.reconnect_delay_max = 50ms;
+    o.health_check_interval = 200ms;
+    o.connect_timeout = 2000ms;
+    return o;
+}
+
+// Polls `ready` every 20 ms until it holds; throws, naming `what`, after 30 s. For a set-up of
+// several servers (replication, sentinels, a cluster) to settle, not for a test's verdict.
+template <class Predicate>
+void wait_for_set_up(const char* what, Predicate ready)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!ready())
+    {
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error(std::string("timed out waiting for ") + what);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
 
 } // namespace asio_sync::test
 

@@ -47,6 +47,13 @@ namespace asio_sync::redis {
 /// - The **subscriber link** carries `subscribe`: it opens with the first subscription.
 ///   Messages published while it is down are lost; `on_subscribed` tells when to re-check.
 ///
+/// With `connection_options::sentinels` the links find the primary through Redis Sentinel and
+/// follow its failovers. With `connection_options::cluster_nodes` the connection speaks to a
+/// Redis Cluster: one command link per primary it has commands for, each command sent to the
+/// primary of its first key's slot, redirections (`MOVED`, `ASK`) followed and refusals during
+/// a migration or a failover (`TRYAGAIN`, `CLUSTERDOWN`) sent again (see docs/cluster.md, "Redis
+/// Cluster"). The constructor throws `std::invalid_argument` when both are given.
+///
 /// **Completion.** A handler is never invoked from inside `async_execute`, `close` or the
 /// destructor. It runs through its associated executor (by default the connection's), as if by
 /// `boost::asio::post`, and the operation keeps that executor's work outstanding until then.
@@ -96,6 +103,7 @@ public:
     /// @param options Where to connect, with which credentials, and how to retry.
     /// @throws boost::system::system_error if `options.unix_socket` is too long to be a unix
     /// socket path.
+    /// @throws std::invalid_argument if `options` names both sentinels and cluster nodes.
     basic_connection(const executor_type& ex, const connection_options& options);
 
     /// Constructs a connection that uses the context's executor, and starts connecting.

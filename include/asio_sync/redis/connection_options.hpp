@@ -20,7 +20,8 @@ namespace asio_sync::redis {
 ///
 /// Every member has a default, so a default-constructed value connects to `127.0.0.1:6379`,
 /// database 0, without `AUTH`. With `sentinels`, the connection asks Redis Sentinel where the
-/// primary is instead (see docs/cluster.md, "Sentinel").
+/// primary is instead (see docs/cluster.md, "Sentinel"); with `cluster_nodes`, it speaks to a
+/// Redis Cluster (see docs/cluster.md, "Redis Cluster").
 struct connection_options
 {
     /// The address of one sentinel.
@@ -30,6 +31,15 @@ struct connection_options
         std::string host;
         /// Its TCP port.
         std::uint16_t port = 26379;
+    };
+
+    /// The address of one Redis Cluster node.
+    struct node_address
+    {
+        /// Its host name or address.
+        std::string host;
+        /// Its TCP port.
+        std::uint16_t port = 6379;
     };
 
     /// The server's host name or address, IPv4 or IPv6 (`"localhost"`, `"10.0.0.7"`, `"::1"`).
@@ -111,6 +121,20 @@ struct connection_options
     /// sentinel refuses them fails the commands queued meanwhile with `error::auth_failed`, as a
     /// server that refuses `user` and `password` does; the link keeps trying.
     std::string sentinel_password;
+
+    /// Some nodes of a Redis Cluster (one is enough; more let the connection start while some
+    /// are down). When not empty, `host`, `port`, `unix_socket` and `database` are unused, and
+    /// `sentinels` must be empty (the connection's constructor throws `std::invalid_argument`
+    /// otherwise). The connection learns which primary serves each hash slot (`CLUSTER SLOTS`)
+    /// and keeps one command link to each primary it has commands for. A command goes to the
+    /// primary of its first key's slot; one refused with `MOVED` goes where it says (and the map is
+    /// learnt again), one refused with `ASK` goes there after `ASKING`, and one refused with
+    /// `TRYAGAIN` or `CLUSTERDOWN` (a migration or a failover in progress; it did not run) is sent
+    /// again after `reconnect_delay_min`. A node that cannot be reached makes the connection learn
+    /// the map again from the others at each attempt, so that it follows a failover. The
+    /// subscriber link subscribes on one node (Redis Cluster carries every `PUBLISH` to every
+    /// node), the next known one after each failure.
+    std::vector<node_address> cluster_nodes;
 };
 
 } // namespace asio_sync::redis

@@ -76,7 +76,8 @@ enum class error
     out_of_memory,
 
     /// A Redis Cluster node answered that another node owns the semaphore's slot (`MOVED` or
-    /// `ASK`). Redirections are not followed: connect to the node that owns the slot.
+    /// `ASK`), on a connection made for one server: give the connection
+    /// `connection_options::cluster_nodes`, and it follows redirections.
     cluster_redirect,
 
     /// The function library of the fleet-wide semaphore refused a malformed call

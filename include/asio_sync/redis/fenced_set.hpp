@@ -7,6 +7,7 @@
 #define ASIO_SYNC_REDIS_FENCED_SET_HPP
 
 #include <asio_sync/redis/connection.hpp>
+#include <asio_sync/redis/detail/access.hpp>
 #include <asio_sync/redis/detail/fence_library.hpp>
 #include <asio_sync/redis/detail/semaphore_reply.hpp>
 #include <asio_sync/redis/error.hpp>
@@ -58,8 +59,12 @@ public:
             reply_decoding::from_error(r).what == semaphore_reply::outcome::library_missing)
         {
             loading_ = loaded_ = true;
-            const std::string_view load[] = {"FUNCTION", "LOAD", "REPLACE", fence_library::source};
-            return conn_.async_execute(load, std::move(self));
+            // Loaded on the node that has the key, in a cluster.
+            const std::string_view args[] = {"FUNCTION", "LOAD", "REPLACE", fence_library::source};
+            formatted_command load = formatted_command::format_for_pipeline(args);
+            load.route_to(formatted_command::format_for_pipeline(call_).slot());
+            return start_command(access::shared_impl(conn_), conn_.get_executor(), std::move(self),
+                                 std::move(load));
         }
         if (ec)
             return self.complete(decoded_error(ec, r), 0);

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <new>
@@ -52,6 +53,47 @@ inline boost::system::error_code rejection(const std::vector<std::string_view>& 
     return {};
 }
 
+// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (the bytes between the
+// first `{` and the first `}` after it, if not empty) or of the whole key, modulo 16384.
+inline int key_slot(std::string_view key) noexcept
+{
+    const std::size_t open = key.find('{');
+    if (open != std::string_view::npos)
+    {
+        const std::size_t close = key.find('}', open + 1);
+        if (close != std::string_view::npos && close != open + 1)
+            key = key.substr(open + 1, close - open - 1);
+    }
+    std::uint16_t crc = 0;
+    for (const char c : key)
+    {
+        crc ^= static_cast<std::uint16_t>(static_cast<unsigned char>(c) << 8);
+        for (int bit = 0; bit < 8; ++bit)
+            crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    return crc & 16383;
+}
+
+// The slot a command is sent for in a Redis Cluster (-1: any node will do): that of its first key,
+// which is the argument after numkeys for the scripting calls and the first argument for the
+// commands with keys. Keyless commands go anywhere. A guess that misses costs a redirection.
+inline int command_slot(const std::vector<std::string_view>& args) noexcept
+{
+    static constexpr std::string_view keyless[] = {
+        "ACL",     "AUTH",     "CLIENT", "CLUSTER", "COMMAND", "CONFIG", "DBSIZE",
+        "ECHO",    "FUNCTION", "HELLO",  "INFO",    "LATENCY", "MEMORY", "PING",
+        "PUBLISH", "ROLE",     "SCRIPT", "SELECT",  "SLOWLOG", "TIME",   "WAIT"};
+    if (args.size() < 2)
+        return -1;
+    for (std::string_view name : {"FCALL", "FCALL_RO", "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO"})
+        if (equals_ignoring_case(args[0], name))
+            return args.size() > 3 && args[2] != "0" ? key_slot(args[3]) : -1;
+    for (std::string_view name : keyless)
+        if (equals_ignoring_case(args[0], name))
+            return -1;
+    return key_slot(args[1]);
+}
+
 // One command in the wire format (RESP2), made by hiredis' formatter, or the reason it may not
 // be sent.
 class formatted_command
@@ -82,11 +124,24 @@ public:
             command.rejection_ = refused;
             return command;
         }
-        return format_views(views);
+        formatted_command command = format_views(views);
+        command.slot_ = command_slot(views);
+        command.waits_ = equals_ignoring_case(views[0], "WAIT");
+        return command;
     }
 
     // Why the command may not be sent; no error if it may.
     boost::system::error_code rejection() const noexcept { return rejection_; }
+
+    // The cluster slot the command is sent for; -1: any node.
+    int slot() const noexcept { return slot_; }
+
+    // Sends the command for `slot`: a keyless command that must reach the node of some key (WAIT
+    // after a write, FUNCTION LOAD before a call).
+    void route_to(int slot) noexcept { slot_ = slot; }
+
+    // WAIT: its reply counts the replicas that have the writes made before it on its link.
+    bool waits() const noexcept { return waits_; }
 
     std::string_view bytes() const noexcept { return {data_.get(), size_}; }
 
@@ -137,6 +192,8 @@ private:
     std::unique_ptr<char, free_command> data_;
     std::size_t size_ = 0;
     boost::system::error_code rejection_;
+    int slot_ = -1;
+    bool waits_ = false;
 };
 
 } // namespace asio_sync::redis::detail

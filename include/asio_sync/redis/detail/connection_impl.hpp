@@ -33,6 +33,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
+#include <boost/throw_exception.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -45,6 +46,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,20 +59,36 @@ namespace asio_sync::redis::detail {
 // link (pipelined commands, replies matched in order) and the subscriber link (pub/sub), each with
 // its own socket, each living its own connect / set up / run / back off sequence (link_fsm). With
 // Sentinel a third link, the watch link, stays subscribed to one sentinel's `+switch-master` and
-// sends the other two to the new primary when it hears of a failover. What travels on them is
-// decided without I/O: the command link's requests by the request_pipeline, the subscriber link's
-// by the subscription_table. This class owns the sockets, the timers and the strand, and moves
+// sends the other two to the new primary when it hears of a failover. With Redis Cluster, there is
+// one command link per primary (a node), and the commands go to the node of their slot, as the
+// map learnt with CLUSTER SLOTS and the nodes' redirections say. What travels on the links is
+// decided without I/O: a command link's requests by its request_pipeline, the subscriber link's by
+// the subscription_table. This class owns the sockets, the timers and the strand, and moves
 // bytes and events between them. All its state lives on the strand; the public functions may be
 // called from any thread and post their work there.
 class connection_impl : public std::enable_shared_from_this<connection_impl>
 {
 public:
-    // Throws if the options name a unix socket path that is too long.
+    // Throws if the options name a unix socket path that is too long, or both sentinels and
+    // cluster nodes.
     connection_impl(const boost::asio::any_io_executor& ex, const connection_options& options)
-        : strand_(ex), options_(options), command_link_(link_kind::command, strand_, options, random_seed()),
+        : strand_(ex), options_(options), retry_timer_(strand_),
           subscriber_link_(link_kind::subscriber, strand_, options, random_seed()),
           watch_link_(link_kind::watch, strand_, options, random_seed())
     {
+        if (!options_.sentinels.empty() && !options_.cluster_nodes.empty())
+            boost::throw_exception(std::invalid_argument(
+                "asio_sync::redis: connection_options name both sentinels and cluster nodes"));
+        if (!options_.cluster_nodes.empty())
+        {
+            slots_.assign(slot_count, nullptr);
+            for (const connection_options::node_address& seed : options_.cluster_nodes)
+                node_at(seed.host, seed.port);
+            options_.unix_socket.clear();
+            options_.database = 0;
+        }
+        else
+            node_at(options_.host, options_.port);
         if (!options_.unix_socket.empty())
             unix_endpoint_.emplace(boost::asio::local::stream_protocol::endpoint(options_.unix_socket));
         if (!options_.user.empty() || !options_.password.empty())
@@ -85,7 +103,7 @@ public:
         {
             unix_endpoint_.reset();
             primary_check_ = {format({"ROLE"}), false, false, true};
-            pipeline_.requeue_read_only(true);
+            nodes_.front()->requests.requeue_read_only(true);
             if (!options_.sentinel_user.empty() || !options_.sentinel_password.empty())
                 sentinel_credentials_ = {
                     options_.sentinel_user.empty()
@@ -98,10 +116,14 @@ public:
     connection_impl(const connection_impl&) = delete;
     connection_impl& operator=(const connection_impl&) = delete;
 
-    // Opens the command link.
+    // Opens the command link (in a cluster, that of the first node, which is asked for the map).
     void start()
     {
-        run([](connection_impl& self) { self.perform(self.command_link_, self.command_link_.fsm.start()); });
+        run([](connection_impl& self) {
+            self.slots_wanted_ = !self.slots_.empty();
+            link& l = self.nodes_.front()->command;
+            self.perform(l, l.fsm.start());
+        });
     }
 
     // A fresh identifier for a command, a subscription or a connect listener.
@@ -112,16 +134,17 @@ public:
     // down first.
     void execute(command_op_ptr op)
     {
-        run([op = std::move(op)](connection_impl& self) mutable {
-            self.pipeline_.add(std::move(op));
-            self.flush();
-        });
+        run([op = std::move(op)](connection_impl& self) mutable { self.route(std::move(op)); });
     }
 
     // Cancels the command `id`, if it is still queued or awaits its reply.
     void cancel(std::uint64_t id, boost::asio::cancellation_type_t type)
     {
-        run([id, type](connection_impl& self) { self.pipeline_.cancel(id, type); });
+        run([id, type](connection_impl& self) {
+            for (const std::unique_ptr<node>& n : self.nodes_)
+                n->requests.cancel(id, type);
+            self.delayed_.cancel(id, type);
+        });
     }
 
     // The options' health check interval (zero: none). Thread-safe: the options never change.
@@ -255,11 +278,13 @@ private:
         std::size_t sentinel = 0; // the watch link: the sentinel it listens to
     };
 
+    struct node;
+
     struct link
     {
         link(link_kind k, const boost::asio::any_io_executor& ex, const connection_options& options,
-             unsigned seed)
-            : kind(k), fsm(options, seed), retry_timer(ex)
+             unsigned seed, node* n = nullptr)
+            : kind(k), fsm(options, seed), retry_timer(ex), home(n)
         {
         }
 
@@ -267,7 +292,25 @@ private:
         link_fsm fsm;
         std::shared_ptr<session> current;
         boost::asio::steady_timer retry_timer;
+        node* home; // a command link's node
     };
+
+    // A server that the command links reach: the one server, or a cluster node.
+    struct node
+    {
+        node(const boost::asio::any_io_executor& ex, const connection_options& options, unsigned seed,
+             std::string h, std::uint16_t p)
+            : host(std::move(h)), port(p), command(link_kind::command, ex, options, seed, this)
+        {
+        }
+
+        std::string host;
+        std::uint16_t port;
+        request_pipeline requests; // the command link's
+        link command;
+    };
+
+    static constexpr std::size_t slot_count = 16384;
 
     // One question to a sentinel, and the replies read back.
     struct sentinel_exchange
@@ -323,11 +366,12 @@ private:
         case action::run:
             return run_link(l);
         case action::check_health:
-            write(l, l.kind == link_kind::command ? pipeline_.health_check()
-                                                  : std::string(request_pipeline::ping_bytes));
+            write(l, l.home ? l.home->requests.health_check() : std::string(request_pipeline::ping_bytes));
             return arm_health_check(l);
         case action::reconnect:
             teardown(l, error::connection_lost);
+            if (l.home) // in a cluster, the node may have failed over: the map is learnt again
+                want_slots();
             l.retry_timer.expires_after(l.fsm.delay());
             l.retry_timer.async_wait([self = shared_from_this(), &l](boost::system::error_code ec) {
                 if (!ec)
@@ -371,7 +415,11 @@ private:
                 perform(watch_link_, watch_link_.fsm.start());
             return ask_sentinel(l, s, 0);
         }
-        connect_to(l, s, options_.host, options_.port, connected);
+        if (l.home)
+            return connect_to(l, s, l.home->host, l.home->port, connected);
+        // The subscriber link: in a cluster, each attempt tries the next node.
+        const node& to = *nodes_[subscriber_attempts_++ % nodes_.size()];
+        connect_to(l, s, to.host, to.port, connected);
     }
 
     // Resolves host:port and connects the session's socket to one of its addresses; `connected`
@@ -406,8 +454,8 @@ private:
         {
             // Every sentinel refused the credentials: as with a refused AUTH to the server, the
             // commands queued meanwhile fail with auth_failed; the link tries again.
-            if (l.kind == link_kind::command && s->refusals == sentinels.size())
-                pipeline_.fail_queued(error::auth_failed, s->refusal);
+            if (l.home && s->refusals == sentinels.size())
+                l.home->requests.fail_queued(error::auth_failed, s->refusal);
             return perform(l, l.fsm.on_connected(false));
         }
         const std::size_t index = (sentinel_first_ + tried) % sentinels.size();
@@ -535,12 +583,14 @@ private:
     {
         session& s = *l.current;
         s.connect_timer.cancel();
-        if (l.kind == link_kind::command)
+        if (l.home)
         {
             if (!std::exchange(s.established, true))
                 for (const auto& listener : connect_listeners_)
                     listener.second();
-            flush();
+            flush(*l.home);
+            if (slots_wanted_ && !slots_link_)
+                ask_slots(l);
         }
         else if (l.kind == link_kind::subscriber)
             write(l, subscriptions_.on_link_up());
@@ -575,6 +625,11 @@ private:
         requests_of(l).end_session(ec);
         if (l.kind == link_kind::subscriber)
             subscriptions_.on_link_down();
+        if (slots_link_ == &l) // the map's question is lost with it
+        {
+            slots_link_ = nullptr;
+            slots_wanted_ = true;
+        }
     }
 
     void add_setup(std::string command, bool best_effort)
@@ -583,12 +638,15 @@ private:
                                    [&](const setup_command& c) { return c.bytes == command; }))
             return;
         setup_commands_.push_back({std::move(command), best_effort, false});
-        link& l = command_link_;
-        const link_fsm::state state = l.fsm.current();
-        if (state != link_fsm::state::setting_up && state != link_fsm::state::ready)
-            return;
-        l.fsm.on_setup_added();
-        write(l, pipeline_.add_setup(setup_commands_.back()));
+        for (const std::unique_ptr<node>& n : nodes_)
+        {
+            link& l = n->command;
+            const link_fsm::state state = l.fsm.current();
+            if (state != link_fsm::state::setting_up && state != link_fsm::state::ready)
+                continue;
+            l.fsm.on_setup_added();
+            write(l, n->requests.add_setup(setup_commands_.back()));
+        }
     }
 
     // The server the sentinels named is not the primary: the next attempt starts from the
@@ -598,9 +656,7 @@ private:
 
     request_pipeline& requests_of(link& l) noexcept
     {
-        return l.kind == link_kind::command      ? pipeline_
-               : l.kind == link_kind::subscriber ? subscriber_setup_
-                                                 : watch_setup_;
+        return l.home ? l.home->requests : l.kind == link_kind::subscriber ? subscriber_setup_ : watch_setup_;
     }
 
     // A sentinel announced that the primary moved to `to`: the links that are not there (set up
@@ -609,9 +665,167 @@ private:
     void follow_switch(const primary_address& to, std::size_t sentinel)
     {
         sentinel_first_ = sentinel;
-        for (link* l : {&command_link_, &subscriber_link_})
+        for (link* l : {&nodes_.front()->command, &subscriber_link_})
             if (l->current && (l->current->primary.host != to.host || l->current->primary.port != to.port))
                 perform(*l, l->fsm.on_failure());
+    }
+
+    // ---- routing the commands to the nodes
+
+    // The node of `host`:`port`, created if it is new.
+    node& node_at(const std::string& host, std::uint16_t port)
+    {
+        for (const std::unique_ptr<node>& n : nodes_)
+            if (n->host == host && n->port == port)
+                return *n;
+        nodes_.push_back(std::make_unique<node>(strand_, options_, random_seed(), host, port));
+        nodes_.back()->requests.follow_redirects(!slots_.empty());
+        return *nodes_.back();
+    }
+
+    // Where a command for `slot` goes: the node that serves it; for a keyless command, or a slot
+    // not served, a node whose link is up, else one that is trying, else the first.
+    node& node_for(int slot) noexcept
+    {
+        if (slots_.empty())
+            return *nodes_.front();
+        if (slot >= 0 && slots_[static_cast<std::size_t>(slot)])
+            return *slots_[static_cast<std::size_t>(slot)];
+        for (const std::unique_ptr<node>& n : nodes_)
+            if (n->command.fsm.ready())
+                return *n;
+        for (const std::unique_ptr<node>& n : nodes_)
+            if (n->command.fsm.started())
+                return *n;
+        return *nodes_.front();
+    }
+
+    // Queues `op` on its node (or on `to`, after ASKING if `asking`), and starts the node's link.
+    // In a cluster, the commands of one slot reach the server in the order they were sent,
+    // whichever node they are redirected to (a release must not overtake the acquire it gives
+    // up): a command waits (with those refused for now) while earlier ones of its slot wait to be
+    // sent again, or are queued or await their reply on another node, whose redirections would
+    // bring them to its node after it.
+    void route(command_op_ptr op, node* to = nullptr, bool asking = false)
+    {
+        const int slot = op.get()->command().slot();
+        node& n = to ? *to : node_for(slot);
+        if (slot >= 0 && !slots_.empty() &&
+            (delayed_.holds_slot(slot) ||
+             (!to && std::any_of(nodes_.begin(), nodes_.end(), [&](const std::unique_ptr<node>& other) {
+                 return other.get() != &n &&
+                        (other->requests.awaits_slot(slot) || other->requests.holds_slot(slot));
+             }))))
+            return delay(std::move(op));
+        n.requests.add(std::move(op), asking);
+        if (!closed_ && !n.command.fsm.started())
+            perform(n.command, n.command.fsm.start());
+        flush(n);
+    }
+
+    // Sends `op` again after reconnect_delay_min, with the others waiting, in order.
+    void delay(command_op_ptr op)
+    {
+        delayed_.add(std::move(op));
+        if (std::exchange(retry_armed_, true))
+            return;
+        retry_timer_.expires_after(std::max(options_.reconnect_delay_min, std::chrono::milliseconds(1)));
+        retry_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+            self->retry_armed_ = false;
+            if (ec)
+                return;
+            for (command_op_base* delayed : self->delayed_.take_queued_unless([](int) { return false; }))
+                self->route(command_op_ptr(delayed));
+        });
+    }
+
+    // A node answered that `r.op` did not run there.
+    void follow(const node& from, redirect r)
+    {
+        command_op_ptr op(r.op);
+        if (r.what == redirect::kind::retry)
+            return delay(std::move(op));
+        node& to = node_at(r.host.empty() ? from.host : r.host, r.port);
+        if (r.what == redirect::kind::moved)
+        {
+            slots_[static_cast<std::size_t>(r.slot)] = &to;
+            want_slots();
+        }
+        route(std::move(op), &to, r.what == redirect::kind::ask);
+    }
+
+    // The map of the slots may be stale: it is asked again from a node whose link is up (after the
+    // question in flight, if there is one). With none up, every node not trying is started.
+    void want_slots()
+    {
+        if (slots_.empty() || closed_)
+            return;
+        slots_wanted_ = true;
+        if (slots_link_)
+            return;
+        for (const std::unique_ptr<node>& n : nodes_)
+            if (n->command.fsm.ready())
+                return ask_slots(n->command);
+        for (const std::unique_ptr<node>& n : nodes_)
+            if (!n->command.fsm.started())
+                perform(n->command, n->command.fsm.start());
+    }
+
+    void ask_slots(link& l)
+    {
+        slots_wanted_ = false;
+        slots_link_ = &l;
+        write(l, l.home->requests.slots_query());
+    }
+
+    // CLUSTER SLOTS answered `r` on the link of `from`: [[first, last, [host, port, ...], replicas...],
+    // ...]. The commands queued for a node that no longer serves their slot go to the one that
+    // does; a node that serves nothing and cannot be reached is left alone.
+    void learn_slots(const node& from, const reply& r)
+    {
+        slots_link_ = nullptr;
+        if (r.kind == reply_kind::array)
+        {
+            std::vector<node*> slots(slot_count, nullptr);
+            for (const reply& range : r.elements)
+            {
+                if (range.kind != reply_kind::array || range.elements.size() < 3 ||
+                    range.elements[0].kind != reply_kind::integer ||
+                    range.elements[1].kind != reply_kind::integer ||
+                    range.elements[2].kind != reply_kind::array || range.elements[2].elements.size() < 2 ||
+                    range.elements[2].elements[0].kind != reply_kind::string ||
+                    range.elements[2].elements[1].kind != reply_kind::integer)
+                    continue;
+                const std::int64_t first = range.elements[0].integer;
+                const std::int64_t last = range.elements[1].integer;
+                const std::int64_t port = range.elements[2].elements[1].integer;
+                if (first < 0 || last >= static_cast<std::int64_t>(slot_count) || first > last || port <= 0 ||
+                    port > 65535)
+                    continue;
+                const std::string& host = range.elements[2].elements[0].text;
+                node& owner =
+                    node_at(host.empty() || host == "?" ? from.host : host, static_cast<std::uint16_t>(port));
+                std::fill(slots.begin() + first, slots.begin() + last + 1, &owner);
+            }
+            slots_ = std::move(slots);
+            for (const std::unique_ptr<node>& n : nodes_)
+            {
+                node* here = n.get();
+                const bool serves = std::find(slots_.begin(), slots_.end(), here) != slots_.end();
+                const bool useful = serves || here->command.fsm.current() != link_fsm::state::waiting;
+                for (command_op_base* op : here->requests.take_queued_unless([&](int slot) {
+                         if (slot < 0)
+                             return useful;
+                         const node* owner = slots_[static_cast<std::size_t>(slot)];
+                         return owner == here || (!owner && useful);
+                     }))
+                    route(command_op_ptr(op));
+                if (!serves && !here->requests.has_queued())
+                    perform(here->command, here->command.fsm.park());
+            }
+        }
+        if (slots_wanted_)
+            want_slots();
     }
 
     // ---- reading and writing
@@ -668,14 +882,18 @@ private:
             return;
         case reply_answer::health:
             return;
+        case reply_answer::redirected:
+            return follow(*l.home, requests.take_redirect());
+        case reply_answer::slots:
+            return learn_slots(*l.home, requests.take_slots());
         case reply_answer::set_up:
             // A failed set-up fails the commands queued meanwhile, with its reply; but with
             // Sentinel, a server that is not (or no longer) the primary only sends the link back
             // to the sentinels, and the commands wait.
             if (!primary_check_.bytes.empty() && requests.setup_error() == error::read_only)
                 skip_sentinel();
-            else if (l.kind == link_kind::command && requests.setup_error())
-                pipeline_.fail_queued(requests.setup_error(), requests.setup_reply());
+            else if (l.home && requests.setup_error())
+                requests.fail_queued(requests.setup_error(), requests.setup_reply());
             return perform(l, l.fsm.on_set_up(!requests.setup_error()));
         case reply_answer::not_primary: // READONLY: the server was demoted
             skip_sentinel();
@@ -710,11 +928,11 @@ private:
             }));
     }
 
-    // Writes every queued command, in one batch, once the command link is ready.
-    void flush()
+    // Writes every command queued for `n`, in one batch, once its link is ready.
+    void flush(node& n)
     {
-        if (command_link_.fsm.ready() && pipeline_.has_queued())
-            write(command_link_, pipeline_.take_commands());
+        if (n.command.fsm.ready() && n.requests.has_queued())
+            write(n.command, n.requests.take_commands());
     }
 
     void shut()
@@ -724,9 +942,15 @@ private:
         closed_ = true;
         for (const auto& listener : std::exchange(close_listeners_, {}))
             listener.second();
-        for (link* l : {&command_link_, &subscriber_link_, &watch_link_})
+        for (const std::unique_ptr<node>& n : nodes_)
+        {
+            perform(n->command, n->command.fsm.close());
+            n->requests.close();
+        }
+        for (link* l : {&subscriber_link_, &watch_link_})
             perform(*l, l->fsm.close());
-        pipeline_.close();
+        retry_timer_.cancel();
+        delayed_.close();
         subscriptions_.clear();
         connect_listeners_.clear();
     }
@@ -740,11 +964,17 @@ private:
     setup_command sentinel_credentials_; // empty: no AUTH to the sentinels
     std::size_t sentinel_first_ = 0;     // the sentinel that answered last
     std::size_t watch_attempts_ = 0;     // the watch link's connection attempts
+    std::size_t subscriber_attempts_ = 0;
     std::vector<setup_command> setup_commands_;
-    link command_link_;
+    std::vector<std::unique_ptr<node>> nodes_; // the one server; or the cluster nodes known
+    std::vector<node*> slots_;                 // in a cluster, the node of each slot (null: unknown)
+    link* slots_link_ = nullptr;               // where CLUSTER SLOTS awaits its reply
+    bool slots_wanted_ = false;                // the map must be asked (again)
+    request_pipeline delayed_;                 // commands to send again (TRYAGAIN, CLUSTERDOWN)
+    boost::asio::steady_timer retry_timer_;    // when they go
+    bool retry_armed_ = false;
     link subscriber_link_;
     link watch_link_;
-    request_pipeline pipeline_;         // the command link's requests
     request_pipeline subscriber_setup_; // the subscriber link's set-up (credentials)
     request_pipeline watch_setup_;      // the watch link's set-up (the sentinels' credentials)
     subscription_table subscriptions_;

@@ -130,6 +130,16 @@ public:
         return connect();
     }
 
+    // The link is no longer needed while it fails (a cluster node that left): it stays down,
+    // until started again.
+    action park()
+    {
+        if (state_ != state::waiting)
+            return action::none;
+        state_ = state::idle;
+        return action::stop;
+    }
+
     action close()
     {
         if (state_ == state::closed)

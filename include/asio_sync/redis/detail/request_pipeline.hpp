@@ -48,8 +48,10 @@ enum class reply_answer
     command,     // a caller's command (completed), or one given up (its reply dropped)
     setup,       // a set-up command; the set-up goes on
     set_up,      // the last set-up command: the session is set up (see setup_error)
-    health,      // a health check
+    health,      // a health check, or the ASKING before a command sent after an ASK
     not_primary, // a caller's command refused with READONLY, put back at the head of the queue
+    redirected,  // in a cluster: a caller's command not run here (see take_redirect)
+    slots,       // the reply of a slots_query (see take_slots)
     unexpected   // nothing was awaited: the stream can no longer be trusted
 };
 
@@ -77,6 +79,63 @@ inline boost::system::error_code reply_error(const reply& r) noexcept
     return error::server_error;
 }
 
+// A Redis Cluster node's answer that a command did not run there: another node owns its slot
+// (MOVED, for good; ASK, for this command, during a migration), or the slot cannot serve it now
+// (TRYAGAIN during a migration, CLUSTERDOWN during a failover): to send again later.
+struct redirect
+{
+    enum class kind
+    {
+        moved,
+        ask,
+        retry,
+    };
+
+    kind what = kind::retry;
+    int slot = -1;
+    std::string host; // empty: the node that answered
+    std::uint16_t port = 0;
+    command_op_base* op = nullptr;
+};
+
+// The redirection that `r` orders, if it is one: "MOVED <slot> <host>:<port>", "ASK ...",
+// "TRYAGAIN ...", "CLUSTERDOWN ...".
+inline bool parse_redirect(const reply& r, redirect& out)
+{
+    if (r.kind != reply_kind::error)
+        return false;
+    const std::string_view text = r.text;
+    if (text.substr(0, 9) == "TRYAGAIN " || text.substr(0, 12) == "CLUSTERDOWN ")
+    {
+        out.what = redirect::kind::retry;
+        return true;
+    }
+    const bool moved = text.substr(0, 6) == "MOVED ";
+    if (!moved && text.substr(0, 4) != "ASK ")
+        return false;
+    const std::string_view rest = text.substr(moved ? 6 : 4);
+    const std::size_t space = rest.find(' ');
+    const std::size_t colon = rest.rfind(':');
+    if (space == std::string_view::npos || colon == std::string_view::npos || colon < space)
+        return false;
+    int slot = 0;
+    unsigned port = 0;
+    for (const char c : rest.substr(0, space))
+        if (c < '0' || c > '9' || (slot = slot * 10 + (c - '0')) > 16383)
+            return false;
+    const std::string_view digits = rest.substr(colon + 1);
+    if (space == 0 || digits.empty())
+        return false;
+    for (const char c : digits)
+        if (c < '0' || c > '9' || (port = port * 10 + static_cast<unsigned>(c - '0')) > 65535)
+            return false;
+    out.what = moved ? redirect::kind::moved : redirect::kind::ask;
+    out.slot = slot;
+    out.host = std::string(rest.substr(space + 1, colon - space - 1));
+    out.port = static_cast<std::uint16_t>(port);
+    return true;
+}
+
 // Completes `op`; a handler that cannot be submitted (its executor or allocator threw) is gone,
 // with nobody left to tell.
 inline void complete_command(command_op_base* op, boost::system::error_code ec, reply r) noexcept
@@ -102,8 +161,8 @@ public:
     // shut down without the connection closing.
     ~request_pipeline()
     {
-        for (command_op_base* op : queued_)
-            op->destroy();
+        for (const queued_command& q : queued_)
+            q.op->destroy();
         for (const pending& p : pending_)
             if (p.op)
                 p.op->destroy();
@@ -111,13 +170,29 @@ public:
 
     // ---- callers' commands
 
-    // Takes a caller's command; after close(), completes it with asio_sync::error::closed.
-    void add(command_op_ptr op)
+    // Takes a caller's command; after close(), completes it with asio_sync::error::closed. With
+    // `asking`, it is written after ASKING (it follows an ASK redirection).
+    void add(command_op_ptr op, bool asking = false)
     {
         if (closed_)
             return complete_command(op.release(), asio_sync::error::closed, {});
-        queued_.push_back(op.get());
+        queued_.push_back({op.get(), asking});
         op.release();
+    }
+
+    // Hands back the commands waiting to be written for which `keep(slot)` is false, oldest
+    // first, without their ASKING: those that belong to another node now.
+    template <class Keep>
+    std::vector<command_op_base*> take_queued_unless(Keep keep)
+    {
+        std::vector<command_op_base*> taken;
+        const auto kept = std::stable_partition(queued_.begin(), queued_.end(), [&](const queued_command& q) {
+            return keep(q.op->command().slot());
+        });
+        for (auto it = kept; it != queued_.end(); ++it)
+            taken.push_back(it->op);
+        queued_.erase(kept, queued_.end());
+        return taken;
     }
 
     // Gives up the command `id` if it waits to be written (every cancellation type), or awaits its
@@ -126,13 +201,13 @@ public:
     {
         using boost::asio::cancellation_type;
         const auto queued = std::find_if(queued_.begin(), queued_.end(),
-                                         [id](const command_op_base* op) { return op->id() == id; });
+                                         [id](const queued_command& q) { return q.op->id() == id; });
         if (queued != queued_.end())
         {
             if (!(type &
                   (cancellation_type::terminal | cancellation_type::partial | cancellation_type::total)))
                 return;
-            command_op_base* op = *queued;
+            command_op_base* op = queued->op;
             queued_.erase(queued);
             return complete_command(op, boost::asio::error::operation_aborted, {});
         }
@@ -183,12 +258,17 @@ public:
     std::string take_commands()
     {
         std::string bytes;
-        for (command_op_base* op : queued_)
+        for (const queued_command& q : queued_)
         {
-            pending_.push_back({awaited::command, op});
-            bytes += op->command().bytes();
-            if (!requeue_read_only_) // else kept, to be written again after a READONLY
-                op->command().release();
+            if (q.asking)
+            {
+                pending_.push_back({awaited::asking, nullptr});
+                bytes += asking_bytes;
+            }
+            pending_.push_back({awaited::command, q.op});
+            bytes += q.op->command().bytes();
+            if (!requeue_read_only_ && !follow_redirects_) // else kept, to be written again
+                q.op->command().release();
         }
         queued_.clear();
         return bytes;
@@ -199,6 +279,13 @@ public:
     {
         pending_.push_back({awaited::health, nullptr});
         return std::string(ping_bytes);
+    }
+
+    // CLUSTER SLOTS, to write: its reply is answered `slots`.
+    std::string slots_query()
+    {
+        pending_.push_back({awaited::slots, nullptr});
+        return std::string(slots_bytes);
     }
 
     // The next reply of the session.
@@ -215,17 +302,35 @@ public:
             {
                 // Not run: it waits for the primary, ahead of the commands queued after it.
                 if (p.op)
-                    queued_.push_front(p.op);
+                    queued_.push_front({p.op, false});
                 return reply_answer::not_primary;
             }
-            if (p.op)
+            if (follow_redirects_ && p.op && parse_redirect(r, redirect_))
+            {
+                // Not run here. A WAIT written after it for its slot would count the replicas of
+                // writes that are not its: it says nothing.
+                redirect_.op = p.op;
+                const int slot = p.op->command().slot();
+                for (pending& later : pending_)
+                    if (later.op && later.op->command().waits() &&
+                        (later.op->command().slot() == slot || later.op->command().slot() < 0))
+                        later.unconfirmed = true;
+                return reply_answer::redirected;
+            }
+            if (p.op && p.unconfirmed)
+                complete_command(p.op, error::connection_lost, {});
+            else if (p.op)
             {
                 const boost::system::error_code ec = reply_error(r);
                 complete_command(p.op, ec, std::move(r));
             }
             return reply_answer::command;
         case awaited::health:
+        case awaited::asking:
             return reply_answer::health;
+        case awaited::slots:
+            slots_ = std::move(r);
+            return reply_answer::slots;
         default:
             break;
         }
@@ -242,6 +347,12 @@ public:
         return --setup_left_ == 0 ? reply_answer::set_up : reply_answer::setup;
     }
 
+    // The redirection answered `redirected`; the caller takes its command.
+    redirect take_redirect() noexcept { return std::exchange(redirect_, {}); }
+
+    // The reply answered `slots`.
+    reply take_slots() noexcept { return std::exchange(slots_, {}); }
+
     // The session ended: the commands written complete with `ec` (connection_lost: they may have
     // run), the set-up with it.
     void end_session(boost::system::error_code ec)
@@ -257,10 +368,10 @@ public:
     // The commands waiting to be written fail with `ec` and `r` (a failed set-up's reply).
     void fail_queued(boost::system::error_code ec, const reply& r)
     {
-        std::deque<command_op_base*> failed = std::move(queued_);
+        std::deque<queued_command> failed = std::move(queued_);
         queued_.clear();
-        for (command_op_base* op : failed)
-            complete_command(op, ec, r);
+        for (const queued_command& q : failed)
+            complete_command(q.op, ec, r);
     }
 
     // For good: every command held completes with operation_aborted; later ones with closed.
@@ -273,11 +384,31 @@ public:
 
     bool has_queued() const noexcept { return !queued_.empty(); }
 
+    // Whether a caller's command for `slot` waits to be written.
+    bool holds_slot(int slot) const noexcept
+    {
+        return std::any_of(queued_.begin(), queued_.end(),
+                           [slot](const queued_command& q) { return q.op->command().slot() == slot; });
+    }
+
+    // Whether a caller's command for `slot` was written and awaits its reply.
+    bool awaits_slot(int slot) const noexcept
+    {
+        return std::any_of(pending_.begin(), pending_.end(),
+                           [slot](const pending& p) { return p.op && p.op->command().slot() == slot; });
+    }
+
     // With Sentinel: a caller's command refused with READONLY did not run, and is put back at the
     // head of the queue (on_reply answers not_primary) instead of completing with the error.
     void requeue_read_only(bool on) noexcept { requeue_read_only_ = on; }
 
+    // In a cluster: a caller's command answered with a redirection (see parse_redirect) is handed
+    // back (on_reply answers redirected) instead of completing with the error.
+    void follow_redirects(bool on) noexcept { follow_redirects_ = on; }
+
     static constexpr std::string_view ping_bytes = "*1\r\n$4\r\nPING\r\n";
+    static constexpr std::string_view asking_bytes = "*1\r\n$6\r\nASKING\r\n";
+    static constexpr std::string_view slots_bytes = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
 
 private:
     enum class awaited
@@ -288,21 +419,33 @@ private:
         setup,
         best_effort_setup,
         health,
+        asking, // before a command sent after an ASK
+        slots,  // CLUSTER SLOTS
     };
 
     struct pending
     {
         awaited what;
         command_op_base* op;
+        bool unconfirmed = false; // a WAIT after a redirected command of its slot: connection_lost
     };
 
-    std::deque<command_op_base*> queued_; // not yet written, oldest first
-    std::deque<pending> pending_;         // written, in order
+    struct queued_command
+    {
+        command_op_base* op;
+        bool asking; // written after ASKING
+    };
+
+    std::deque<queued_command> queued_; // not yet written, oldest first
+    std::deque<pending> pending_;       // written, in order
     std::size_t setup_left_ = 0;
     boost::system::error_code setup_error_;
     reply setup_reply_;
     bool closed_ = false;
     bool requeue_read_only_ = false;
+    bool follow_redirects_ = false;
+    redirect redirect_;
+    reply slots_;
 };
 
 } // namespace asio_sync::redis::detail

@@ -544,24 +544,26 @@ private:
                 });
     }
 
-    // Sends a command, as the connection's async_execute does. Once the connection's
-    // implementation is gone (the connection destroyed, and nothing of its own left running),
-    // nothing is sent and the handler is destroyed: only a permit released after its connection
-    // (which the docs allow at context shutdown) gets here, and its lease lapses on the server.
+    // Sends a command, as the connection's async_execute does, to the node of the semaphore's
+    // slot in a cluster. Once the connection's implementation is gone (the connection destroyed,
+    // and nothing of its own left running), nothing is sent and the handler is destroyed: only a
+    // permit released after its connection (which the docs allow at context shutdown) gets here,
+    // and its lease lapses on the server.
     template <class Args, class Handler>
     void execute(const Args& args, Handler&& handler)
     {
         if (const std::shared_ptr<connection_impl> impl = link_.lock())
-            start_command(impl, executor_, std::forward<Handler>(handler),
-                          formatted_command::format_for_pipeline(args));
+        {
+            formatted_command command = formatted_command::format_for_pipeline(args);
+            command.route_to(script_.slot());
+            start_command(impl, executor_, std::forward<Handler>(handler), std::move(command));
+        }
     }
 
     template <class Handler>
     void execute(std::initializer_list<std::string_view> args, Handler&& handler)
     {
-        if (const std::shared_ptr<connection_impl> impl = link_.lock())
-            start_command(impl, executor_, std::forward<Handler>(handler),
-                          formatted_command::format_for_pipeline(args));
+        execute<std::initializer_list<std::string_view>>(args, std::forward<Handler>(handler));
     }
 
     // Sends a release; `op` (if any) completes on its outcome. Sent again after connection_lost,

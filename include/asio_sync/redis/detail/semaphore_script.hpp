@@ -10,6 +10,7 @@
 // argument vectors of one semaphore, spelled here once. The function library itself is
 // semaphore_library.lua (generated into semaphore_library.hpp with the facts both sides share).
 
+#include <asio_sync/redis/detail/command.hpp>
 #include <asio_sync/redis/detail/semaphore_library.hpp>
 
 #include <boost/throw_exception.hpp>
@@ -79,6 +80,10 @@ public:
     }
 
     const std::vector<std::string>& keys() const noexcept { return keys_; }
+
+    // The cluster slot of every key (they share the hash tag): where the calls, and the commands
+    // that go with them (WAIT, FUNCTION LOAD, CONFIG GET), are sent.
+    int slot() const noexcept { return key_slot(keys_.front()); }
     const std::string& key(semaphore_key k) const noexcept { return keys_[static_cast<std::size_t>(k)]; }
 
     // The pub/sub channel on which grants and capacity changes are published ("granted <fence> <n>

@@ -1,0 +1,204 @@
+// Copyright (c) 2026 The asio_sync authors
+//
+// Distributed under the Boost Software License, Version 1.0. (See accompanying
+// file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
+
+#define BOOST_TEST_MODULE redis_cluster
+
+// The connection, the fleet-wide semaphore and fenced writes on a Redis Cluster of real processes
+// (three primaries, created with `redis-cli --cluster create`). One connection, given one node,
+// serves commands and semaphores whose slots are on every primary, following MOVED. A busy
+// semaphore's slot is migrated live, key by key (the fleet meets ASK, TRYAGAIN, then MOVED), and a
+// primary is killed so that its replica takes over. Through both, every acquire completes exactly
+// once, fences are unique and an acquire started after another was granted gets a larger fence, no
+// hold is lost and at no instant do more than `capacity` holders believe they hold a permit.
+
+#include <asio_sync/redis/fenced_set.hpp>
+#include <asio_sync/redis/semaphore.hpp>
+
+#include "support/io_threads.hpp"
+#include "support/redis_client.hpp"
+#include "support/redis_cluster.hpp"
+#include "support/semaphore_fleet.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+BOOST_AUTO_TEST_SUITE(redis_cluster)
+
+namespace {
+
+namespace asio = boost::asio;
+namespace redis = asio_sync::redis;
+using asio_sync::test::redis_cluster;
+using asio_sync::test::redis_server;
+using asio_sync::test::wait;
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+int slot_of_semaphore(const std::string& name)
+{
+    return redis::detail::semaphore_script(name).slot();
+}
+
+// The first of "<prefix>0", "<prefix>1", ... whose slot `primary` serves.
+template <class Slot>
+std::string name_on(redis_cluster& cluster, const redis_server& primary, const std::string& prefix, Slot slot)
+{
+    for (int i = 0;; ++i)
+    {
+        const std::string name = prefix + std::to_string(i);
+        if (&cluster.owner(slot(name)) == &primary)
+            return name;
+    }
+}
+
+struct running_io
+{
+    running_io() : work(asio::make_work_guard(io)), threads(io, 2) {}
+    ~running_io() { work.reset(); }
+
+    asio::io_context io;
+    asio::executor_work_guard<asio::io_context::executor_type> work;
+    asio_sync::test::io_threads threads;
+};
+
+// A busy fleet of three connections (all nodes as seeds), 8 workers each, on the semaphore "jobs"
+// (capacity 3); `fault` runs once it has made 50 holds, and the fleet then makes 50 more.
+// Returns the number of holds lost; checks the rest.
+template <class Fault>
+std::size_t run_fleet(redis_cluster& cluster, unsigned durable_replicas, Fault fault)
+{
+    constexpr std::size_t capacity = 3;
+    running_io run;
+    redis::semaphore_options options;
+    options.lease_duration = 4000ms; // longer than a failover
+    options.durable_replicas = durable_replicas;
+    std::vector<std::unique_ptr<redis::connection>> conns;
+    std::vector<std::unique_ptr<redis::semaphore>> sems;
+    for (std::size_t i = 0; i < 3; ++i)
+    {
+        conns.push_back(std::make_unique<redis::connection>(run.io, cluster.options()));
+        sems.push_back(std::make_unique<redis::semaphore>(*conns.back(), "jobs", capacity, options));
+    }
+    asio_sync::test::fleet_record log;
+    std::atomic<bool> stop{false};
+    std::vector<std::future<void>> done;
+    for (std::size_t i = 0; i < 24; ++i)
+        done.push_back(
+            asio::co_spawn(run.io, asio_sync::test::fleet_worker(*sems[i % 3], log, stop), asio::use_future));
+    asio_sync::test::eventually([&] { return asio_sync::test::holds_of(log) >= 50; });
+    const auto fault_at = clock_type::now();
+    fault();
+    BOOST_TEST_MESSAGE(
+        "the fault took "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - fault_at).count()
+        << " ms");
+    const std::size_t before = asio_sync::test::holds_of(log);
+    asio_sync::test::eventually([&] { return asio_sync::test::holds_of(log) >= before + 50; });
+    stop = true;
+    for (auto& f : done)
+        wait(f);
+    sems.clear();
+    for (auto& c : conns)
+        c->close();
+
+    const std::size_t lost = asio_sync::test::check_fleet(log, fault_at);
+    const std::size_t most = asio_sync::test::peak(log.holds);
+    BOOST_TEST_MESSAGE(log.holds.size() << " holds, " << lost << " lost, at most " << most
+                                        << " believed held at once (capacity " << capacity << ")");
+    BOOST_TEST(most <= capacity);
+    return lost;
+}
+
+} // namespace
+
+// Given one node only, a connection learns the map, and its commands, semaphores and fenced writes
+// reach the primary of each slot; each semaphore's keys live on its own primary.
+BOOST_AUTO_TEST_CASE(one_connection_serves_every_primary)
+{
+    redis_cluster cluster;
+    running_io run;
+    redis::connection_options options = cluster.options();
+    options.cluster_nodes.resize(1);
+    redis::connection conn(run.io, options);
+    for (std::size_t p = 0; p < redis_cluster::primaries; ++p)
+    {
+        redis_server& primary = cluster.server(p);
+        const std::string key = name_on(cluster, primary, "key-",
+                                        [](const std::string& k) { return redis::detail::key_slot(k); });
+        auto set = conn.async_execute({"SET", key, "v" + std::to_string(p)}, asio::use_future);
+        BOOST_TEST(wait(set).text == "OK");
+        BOOST_TEST(primary.command({"GET", key}) == "v" + std::to_string(p));
+
+        const std::string name = name_on(cluster, primary, "jobs-", slot_of_semaphore);
+        redis::semaphore sem(conn, name, 2, 4000ms);
+        auto first = sem.async_acquire_permit(2, asio::use_future);
+        redis::semaphore::permit held = wait(first);
+        BOOST_TEST(held.count() == 2u);
+        auto busy = sem.async_try_acquire_permit(
+            1, asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
+        BOOST_TEST((wait(busy) == asio::error::would_block));
+        BOOST_TEST(primary.command({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot_of_semaphore(name))}) !=
+                   "0");
+        auto released = held.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+        BOOST_TEST(!wait(released));
+
+        // The fence library is loaded on the node of the key, whichever node the connection knew.
+        const std::string resource = "{" + key + "}:resource";
+        auto written =
+            redis::async_fenced_set(conn, resource, "{" + key + "}:fence", 7, "x", asio::use_future);
+        BOOST_TEST(wait(written) == 7u);
+        BOOST_TEST(primary.command({"GET", resource}) == "x");
+    }
+    conn.close();
+}
+
+// The slot of a busy semaphore moves to another primary, key by key, while the fleet runs.
+BOOST_AUTO_TEST_CASE(a_live_migration_of_a_busy_semaphore)
+{
+    redis_cluster cluster;
+    const int slot = slot_of_semaphore("jobs");
+    redis_server& from = cluster.owner(slot);
+    redis_server& to = &from == &cluster.server(0) ? cluster.server(1) : cluster.server(0);
+    const std::size_t lost = run_fleet(
+        cluster, 0, [&] { cluster.migrate(slot, from, to, [] { std::this_thread::sleep_for(100ms); }); });
+    BOOST_TEST(lost == 0u);
+    // The fleet met the migration's every answer, and followed each.
+    const std::string refusals = from.command({"INFO", "errorstats"});
+    BOOST_TEST_MESSAGE(refusals);
+    for (const char* answer : {"errorstat_ASK", "errorstat_TRYAGAIN", "errorstat_MOVED"})
+        BOOST_TEST(refusals.find(answer) != std::string::npos, answer);
+    BOOST_TEST(&cluster.owner(slot) == &to);
+    BOOST_TEST(from.command({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) == "0");
+    BOOST_TEST(to.command({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) != "0");
+}
+
+// The primary of a busy durable semaphore is killed; the cluster promotes one of its two replicas
+// (the other then replicates it, so grants can still be confirmed), and the fleet follows it
+// without losing an acknowledged grant.
+BOOST_AUTO_TEST_CASE(a_primary_failover_inside_the_cluster)
+{
+    redis_cluster cluster(2);
+    const int slot = slot_of_semaphore("jobs");
+    redis_server& primary = cluster.owner(slot);
+    const std::uint16_t old_port = primary.port();
+    const std::size_t lost = run_fleet(cluster, 1, [&] {
+        primary.kill();
+        cluster.wait_for_failover_of(slot, old_port);
+    });
+    BOOST_TEST(lost == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
