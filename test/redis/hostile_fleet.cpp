@@ -483,6 +483,42 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_a_replica_does_not_pin_the_connection
     conn.close();
 }
 
+// A sentinel whose view is stale names a server that is dead, or hung (SIGSTOP). The attempt that
+// never got up there makes the next one start from the next sentinel, which names the primary
+// (before the fix every attempt began again with the stale one, and the command waited for ever).
+BOOST_AUTO_TEST_CASE(a_sentinel_that_names_a_dead_or_hung_server_does_not_pin_the_connection)
+{
+    for (const bool hung : {false, true})
+    {
+        BOOST_TEST_CONTEXT((hung ? "hung" : "dead"))
+        {
+            redis_server primary;
+            redis_server old_primary;
+            if (hung)
+                old_primary.pause();
+            else
+                old_primary.kill();
+            redis_server::options sentinel_options;
+            sentinel_options.sentinel_config =
+                "sentinel monitor primary 127.0.0.1 " + std::to_string(primary.port()) + " 1\n";
+            redis_server good(sentinel_options);
+            scripted_sentinel stale;
+            stale.answer(address_reply("127.0.0.1", std::to_string(old_primary.port())));
+            context ctx;
+            redis::connection_options o = options_for(0);
+            o.sentinels = {{"127.0.0.1", stale.port()}, {"127.0.0.1", good.port()}};
+            o.master_name = "primary";
+            o.connect_timeout = 500ms; // bounds the attempt on the hung server
+            redis::connection conn(ctx.io, o);
+            auto f = conn.async_execute({"INCR", "k"}, as_executed());
+            BOOST_TEST(!wait(f).ec);
+            BOOST_TEST(primary.command({"GET", "k"}) == "1");
+            BOOST_TEST(stale.asked() >= 1u);
+            conn.close();
+        }
+    }
+}
+
 // ---- Sentinel: AUTH to the sentinels
 
 // A sentinel with requirepass: the right password (with and without the user `default`) finds the

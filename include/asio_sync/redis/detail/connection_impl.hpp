@@ -276,6 +276,8 @@ private:
         std::size_t refusals = 0; // with Sentinel, the sentinels of this attempt that refused AUTH
         reply refusal;            // the last one's reply
         std::size_t sentinel = 0; // the watch link: the sentinel it listens to
+        std::size_t named_by = 0; // with Sentinel: the sentinel that named `primary`
+        bool ran = false;         // it got up (run_link)
     };
 
     struct node;
@@ -525,6 +527,7 @@ private:
                                    return self.next_sentinel(l, s, *exchange);
                                exchange->done = true;
                                self.sentinel_first_ = exchange->index;
+                               s->named_by = exchange->index;
                                s->primary = {exchange->query.host(), exchange->query.port()};
                                boost::system::error_code ignored;
                                s->socket.close(ignored);
@@ -582,6 +585,7 @@ private:
     void run_link(link& l)
     {
         session& s = *l.current;
+        s.ran = true;
         s.connect_timer.cancel();
         if (l.home)
         {
@@ -616,6 +620,10 @@ private:
     void teardown(link& l, boost::system::error_code ec)
     {
         const std::shared_ptr<session> s = std::move(l.current);
+        // An attempt that never got up on the server a sentinel named: the next one starts from
+        // the sentinel after it, so that one naming a dead or hung server cannot pin the link.
+        if (s->primary.port != 0 && !s->ran && sentinel_first_ == s->named_by)
+            skip_sentinel();
         boost::system::error_code ignored;
         s->socket.close(ignored);
         s->resolver.cancel();
