@@ -812,7 +812,39 @@ const scenario scenarios[] = {
          f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
          BOOST_TEST(f.client.capacity() == 5u);
          f.acquire(2, 1, {"acquire #2 p:2 n=1 wait capacity=5"});
-         f.answer(2, mismatch(6, 65), {"fail #2 capacity_mismatch"}); // older than the one taken
+         // Sent under stamp 70, refused with 65: Redis lost the resize of 70 (a failover, a restore).
+         // 65 was stored while this object existed (it read the clock 60): in force again.
+         f.answer(2, mismatch(6, 65), {"acquire #2 p:2 n=1 wait capacity=6"});
+         BOOST_TEST(f.client.capacity() == 6u);
+     }},
+    {"a resize lost with Redis gives back the declared capacity, but not one stored before the object",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"}); // it existed at 7
+         f.message("resized 3 100 100", {});
+         f.acquire(2, 1, {"acquire #2 p:2 n=1 wait capacity=3"});
+         f.answer(2, mismatch(2, 0), {"acquire #2 p:2 n=1 wait"}); // never resized, again
+         BOOST_TEST(f.client.capacity() == 2u);
+         f.message("resized 3 200 200", {});
+         f.acquire(3, 1, {"acquire #3 p:3 n=1 wait capacity=3"});
+         f.answer(3, mismatch(5, 5), {"fail #3 capacity_mismatch"}); // stored before it existed
+         BOOST_TEST(f.client.capacity() == 3u);
+     }},
+    {"durable grants with WAIT refused (an ACL without it): the acquire fails and gives back what it stored",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         semaphore_reply refused = failed(redis::error::no_permission);
+         refused.stored = true;
+         f.answer(1, refused, {"fail #1 no_permission", "release p:1"});
+         f.sent(2, 1);
+         f.answer(2, failed(redis::error::no_permission), {"fail #2 no_permission"}); // stored nothing
+     }},
+    {"a refusal older than a resize taken after the acquire was sent is old news, not a loss",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.message("resized 3 100 100", {}); // overtook the reply of the acquire sent before it
+         f.answer(1, mismatch(4, 50), {"acquire #1 p:1 n=1 wait capacity=3"});
+         BOOST_TEST(f.client.capacity() == 3u);
      }},
     {"an acquire sent with a capacity this object has replaced since is sent again when refused",
      [](client_fixture& f) {
@@ -872,6 +904,18 @@ const scenario scenarios[] = {
          f.after(lease / 3);
          f.tick({});
          BOOST_TEST(!f.client.next_wakeup());
+     }},
+    {"a shrink that Redis lost before the holders came down completes with state_lost",
+     [](client_fixture& f) {
+         f.resize(1, 1, {"resize #1 p:1 capacity=1 base=0"});
+         f.resize_answer(1, resized(1, 100, 0), {}); // pending
+         f.after(lease / 3);
+         f.tick({"usage"});
+         f.read(usage(2, 0, 0, 0, 90), {}); // made before the resize was stored: says nothing of it
+         BOOST_TEST(f.client.capacity() == 1u);
+         f.read(usage(2, 0, 0, 0, 150), {"resized #1 state_lost"}); // after it: a replica without it
+         BOOST_TEST(f.client.resizing() == 0u);
+         BOOST_TEST(f.client.capacity() == 2u); // the declared capacity is in force again
      }},
     {"a shrink completes from a read of the usage once the permits held fit, the message missed",
      [](client_fixture& f) {

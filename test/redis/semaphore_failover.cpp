@@ -119,10 +119,7 @@ std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_beh
     asio_sync::test::eventually([&] { return count_holds() >= 50; });
     const std::uint16_t old_port = set.primary_port();
     asio_sync::test::redis_server& primary = set.server(set.index_of(old_port));
-    std::vector<asio_sync::test::redis_server*> replicas;
-    for (std::size_t i = 0; i < set.servers(); ++i)
-        if (&set.server(i) != &primary)
-            replicas.push_back(&set.server(i));
+    const std::vector<asio_sync::test::redis_server*> replicas = set.others_than(primary);
     if (replicas_behind)
     {
         // Frozen, and cut off: what they had received waits in their sockets and reaches them when
@@ -233,6 +230,64 @@ BOOST_AUTO_TEST_CASE(replicas_behind_a_killed_primary_without_durable_grants)
     BOOST_TEST_MESSAGE("without durable grants, " << lost << " holders were told of a loss");
 }
 
+// A shrink, pending while B holds 3 of 4 permits and learnt by B from its message, is lost with the
+// primary (the replicas frozen and cut off). On the promoted replica the declared capacity is in
+// force again: the shrink completes with state_lost, and both processes take the capacity 4 back
+// and are granted (before the fix the shrink never completed, and every acquire of both failed
+// with capacity_mismatch).
+BOOST_AUTO_TEST_CASE(a_resize_lost_in_a_failover_gives_the_older_capacity_back)
+{
+    redis_sentinel_set set;
+    asio::io_context io;
+    auto work = asio::make_work_guard(io);
+    asio_sync::test::io_threads threads(io, 1);
+    redis::connection a_conn(io, set.options());
+    redis::connection b_conn(io, set.options());
+    redis::semaphore a(a_conn, "s", 4, 3000ms);
+    redis::semaphore b(b_conn, "s", 4, 3000ms);
+    auto held = b.async_acquire_permit(3, asio::use_future);
+    redis::semaphore::permit three = wait(held);
+    const auto used_everywhere = [&] {
+        for (std::size_t i = 0; i < set.servers(); ++i)
+            if (set.server(i).command({"HGET", "asio_sync:{s}:meta", "used"}) != "3")
+                return false;
+        return true;
+    };
+    asio_sync::test::eventually(used_everywhere);
+    const std::uint16_t old_port = set.primary_port();
+    asio_sync::test::redis_server& primary = set.server(set.index_of(old_port));
+    const std::vector<asio_sync::test::redis_server*> replicas = set.others_than(primary);
+    for (auto* r : replicas)
+        r->pause();
+    primary.command({"CLIENT", "KILL", "TYPE", "replica"});
+    auto shrink = a.async_set_capacity(2, asio::use_future([](boost::system::error_code ec) { return ec; }));
+    asio_sync::test::eventually([&] { return a.capacity() == 2 && b.capacity() == 2; });
+    BOOST_TEST(!asio_sync::test::is_ready(shrink)); // pending: 3 held
+    primary.kill();
+    for (auto* r : replicas)
+        r->resume();
+    set.wait_for_failover_from(old_port);
+    auto released = three.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    wait(released);
+    BOOST_TEST((wait(shrink) == redis::error::state_lost));
+    std::size_t granted = 0;
+    for (int i = 0; i < 5; ++i)
+        for (redis::semaphore* sem : {&a, &b})
+        {
+            auto f = sem->async_acquire_permit_for(1, 5s, asio::use_future);
+            redis::semaphore::permit p = wait(f);
+            granted += p.count();
+            auto gone = p.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+            wait(gone);
+        }
+    BOOST_TEST(granted == 10u);
+    BOOST_TEST(a.capacity() == 4u);
+    BOOST_TEST(b.capacity() == 4u);
+    a_conn.close();
+    b_conn.close();
+    work.reset();
+}
+
 // A durable semaphore on a primary without replicas.
 struct lone_primary
 {
@@ -280,6 +335,29 @@ BOOST_FIXTURE_TEST_CASE(a_durable_grant_without_replicas_is_never_acknowledged, 
         auto status = sem.async_status(asio::use_future);
         return wait(status).held == 0;
     });
+}
+
+// A user whose ACL refuses WAIT: a durable acquire fails with no_permission at once, and gives back
+// the grant its call stored (before the fix the call was sent again and again until the acquire's
+// own timeout).
+BOOST_FIXTURE_TEST_CASE(a_durable_acquire_whose_wait_is_refused_fails_and_gives_back, lone_primary)
+{
+    server.command({"ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait"});
+    redis::connection_options o = asio_sync::test::options_for(server.port());
+    o.user = "nowait";
+    o.password = "pw";
+    redis::connection limited(io, o);
+    redis::semaphore_options options = durable();
+    options.lease_duration = 60s; // what is given back cannot have lapsed meanwhile
+    redis::semaphore jobs(limited, "jobs", 1, options);
+    auto f = jobs.async_acquire_permit_for(
+        1, 20s, asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
+    BOOST_TEST((wait(f) == redis::error::no_permission));
+    asio_sync::test::eventually([&] {
+        auto status = sem.async_status(asio::use_future);
+        return wait(status).held == 0;
+    });
+    limited.close();
 }
 
 // Nor is a durable resize: stored on the primary alone, it is sent again and waits for a replica,

@@ -107,6 +107,16 @@ public:
         throw std::runtime_error("redis_sentinel_set: no sentinel names a primary");
     }
 
+    // Every server but `s`: the replicas, when `s` is the primary.
+    std::vector<redis_server*> others_than(const redis_server& s)
+    {
+        std::vector<redis_server*> others;
+        for (const auto& server : servers_)
+            if (server.get() != &s)
+                others.push_back(server.get());
+        return others;
+    }
+
     // The index of the server on `port`.
     std::size_t index_of(std::uint16_t port) const
     {

@@ -87,7 +87,8 @@ enum class error
     /// Redis lost the fleet-wide semaphore's state while the permit was held: its keys were
     /// evicted or deleted, or the server restarted without its data. The permit is lost as with
     /// `lease_lost`; the semaphore started afresh, and grants nothing until every lease of the
-    /// lost state has lapsed. See "Lost state" in docs/cluster.md.
+    /// lost state has lapsed. See "Lost state" in docs/cluster.md. Also the end of a resize that
+    /// waited for the holders and that Redis lost (a failover to a replica without it).
     state_lost,
 
     /// The server may evict the fleet-wide semaphore's keys: it has a `maxmemory` and a
@@ -143,7 +144,7 @@ public:
         case error::invalid_argument:
             return "the semaphore's function library refused a malformed call";
         case error::state_lost:
-            return "Redis lost the semaphore's state while the permit was held";
+            return "Redis lost the semaphore's state (a permit held, or a resize)";
         case error::eviction_policy:
             return "the server may evict the semaphore's keys (maxmemory-policy is not noeviction)";
         case error::stale_fence:

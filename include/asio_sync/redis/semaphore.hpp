@@ -416,6 +416,9 @@ public:
     /// - `error::connection_lost`: the link dropped after the resize was sent, and another resize was
     ///   stored since, so whether this one ran before it cannot be known (read `async_status`). A
     ///   resize whose reply was lost is otherwise sent again, and stored once.
+    /// - `error::state_lost`: waiting for the holders, the resize was lost by Redis (a failover to
+    ///   a replica that lacked it): an older capacity is in force again (see "Resizing" in
+    ///   docs/cluster.md).
     /// - `asio_sync::error::closed`: `close()` was called, or the connection was closed before the
     ///   operation completed (the resize may have been stored).
     /// - `boost::asio::error::operation_aborted`: cancelled (terminal, partial, or by `cancel()`), or

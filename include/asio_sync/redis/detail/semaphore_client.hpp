@@ -359,10 +359,15 @@ public:
             // another capacity than the one it was sent with, learnt from the refusal or meanwhile.
             if (r.error == redis::error::capacity_mismatch)
             {
-                learn(r.capacity, r.stamp, told::refusal, now, out);
+                if (r.stamp < w->stamp)
+                    went_back(r.capacity, r.stamp, now, out);
+                else
+                    learn(r.capacity, r.stamp, told::refusal, now, out);
                 if (capacity_ != w->capacity)
                     return send_acquire(serial, *w, now, out);
             }
+            if (r.stored) // a grant or a waiter that cannot be confirmed: given back
+                return remove(waiters_.find(serial), r.error, true, out);
             return fail(serial, r.error, out);
         default:
             return fail(serial, redis::error::server_error, out);
@@ -561,10 +566,25 @@ public:
             return out.push_back(client_action::send_usage());
         if (r.what != outcome::usage)
             return;
-        learn(r.capacity, r.stamp, told::observation, now, out);
+        // Made after the resize this object took was stored (the clock is above its stamp), the read
+        // finds an older one in force: Redis lost it.
+        if (r.clock > stamp_ && r.stamp < stamp_)
+            went_back(r.capacity, r.stamp, now, out);
+        else
+            learn(r.capacity, r.stamp, told::observation, now, out);
         settle(r.calm, out);
         if (r.held <= r.capacity)
             settle(r.stamp, out);
+        // A read made after a resize was stored (its clock is above the resize's stamp) that finds
+        // an older stamp in force: Redis lost it (a failover to a replica that lacked it, lost
+        // state) before the holders came down to it.
+        for (auto it = resizes_.begin(); it != resizes_.end();)
+        {
+            const auto current = it++; // finish_resize erases it
+            const resize_request& request = current->second;
+            if (request.at == phase::settling && r.clock > request.stamp && r.stamp < request.stamp)
+                finish_resize(current->first, redis::error::state_lost, out);
+        }
         existed_at(r.clock);
     }
 
@@ -727,6 +747,7 @@ private:
         acquire_mode mode = acquire_mode::wait;
         phase at = phase::checking;
         std::size_t capacity = 0;      // the capacity its acquire was last sent with
+        std::uint64_t stamp = 0;       // and the stamp of that capacity
         bool sent = false;             // its id was sent: giving up releases it
         bool reloaded = false;         // the library was loaded again for it once
         bool hinted = false;           // durable grants: a grant was published while it was in flight
@@ -809,6 +830,7 @@ private:
         }
         w.at = phase::in_flight;
         w.capacity = capacity_;
+        w.stamp = stamp_;
         out.push_back(client_action::send_acquire(serial, w.id, w.n, capacity_, w.mode, now));
     }
 
@@ -844,9 +866,7 @@ private:
         refusal,     // by an acquire refused for its capacity: its own is not in force
     };
 
-    // Learns that `capacity` is in force under `stamp`; takes it if it may (above). Waiters are
-    // renewed when it shrinks: Redis took those that ask for more out of the queue, and their
-    // renewal answers lost.
+    // Learns that `capacity` is in force under `stamp`; takes it if it may (above).
     void learn(std::size_t capacity, std::uint64_t stamp, told how, clock::time_point now,
                client_actions& out)
     {
@@ -860,6 +880,27 @@ private:
             return;
         if (capacity != capacity_ && !adopt && how != told::resize && !(since_ != 0 && stamp > since_))
             return;
+        take(capacity, stamp, now, out);
+    }
+
+    // An acquire sent under `stamp_` was refused with an older stamp in force, or a read made after
+    // `stamp_` was stored found an older one: Redis went back (a failover to a replica that lacked
+    // the resizes this object took, a restore). What it holds is in force again, and this object
+    // takes it if it would have taken it then: a resize stored while it existed, the capacity it
+    // declared, or any with adopt_capacity; else its acquires fail with capacity_mismatch, as for
+    // a process that declares another capacity.
+    void went_back(std::size_t capacity, std::uint64_t stamp, clock::time_point now, client_actions& out)
+    {
+        latest_ = stamp;
+        if (capacity != 0 &&
+            (options_.adopt_capacity || capacity == options_.capacity || (since_ != 0 && stamp > since_)))
+            take(capacity, stamp, now, out);
+    }
+
+    // Works with `capacity` under `stamp` from now on. Waiters are renewed when it shrinks: Redis
+    // took those that ask for more out of the queue, and their renewal answers lost.
+    void take(std::size_t capacity, std::uint64_t stamp, clock::time_point now, client_actions& out)
+    {
         const bool smaller = capacity < capacity_;
         capacity_ = capacity;
         stamp_ = stamp;

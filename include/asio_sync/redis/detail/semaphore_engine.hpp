@@ -504,15 +504,20 @@ private:
         {
             explicit confirmation(Handler h) : handler(std::move(h)) {}
 
-            // The call's answer (`call_answer`), or WAIT's verdict (`enough_replicas`).
-            void arrived(const semaphore_reply* call_answer, bool enough_replicas)
+            // The call's answer (`call_answer`), or WAIT's verdict: `enough_replicas`, or `refused`
+            // with no_permission (an ACL without WAIT).
+            void arrived(const semaphore_reply* call_answer, bool enough_replicas,
+                         boost::system::error_code refused = {})
             {
                 {
                     const std::lock_guard<std::mutex> lock(mutex);
                     if (call_answer)
                         answer = *call_answer;
                     else
+                    {
                         confirmed = enough_replicas;
+                        wait_refused = refused;
+                    }
                     if (++count != 2)
                         return;
                 }
@@ -520,8 +525,12 @@ private:
                 if (!confirmed && (answer.what == outcome::granted || answer.what == outcome::queued ||
                                    answer.what == outcome::resized))
                 {
+                    // Not confirmed: the outcome is unknown, and the call is sent again; unless Redis
+                    // refuses WAIT itself (an ACL without it), which no replay would change.
                     answer = semaphore_reply();
-                    answer.what = outcome::connection_lost;
+                    answer.what = wait_refused ? outcome::failed : outcome::connection_lost;
+                    answer.error = wait_refused;
+                    answer.stored = static_cast<bool>(wait_refused);
                 }
                 handler(answer);
             }
@@ -531,6 +540,7 @@ private:
             int count = 0;
             semaphore_reply answer;
             bool confirmed = false;
+            boost::system::error_code wait_refused;
         };
         auto state = std::make_shared<confirmation>(std::move(handler));
         execute(args, [state](boost::system::error_code ec, const reply& r) {
@@ -539,8 +549,12 @@ private:
         });
         execute({"WAIT", std::to_string(durable_replicas_), std::to_string(wait_timeout_.count())},
                 [state, wanted = durable_replicas_](boost::system::error_code ec, const reply& acks) {
-                    state->arrived(nullptr, !ec && acks.kind == reply_kind::integer &&
-                                                acks.integer >= static_cast<std::int64_t>(wanted));
+                    state->arrived(nullptr,
+                                   !ec && acks.kind == reply_kind::integer &&
+                                       acks.integer >= static_cast<std::int64_t>(wanted),
+                                   decode_semaphore_reply(ec, acks).error == redis::error::no_permission
+                                       ? boost::system::error_code(redis::error::no_permission)
+                                       : boost::system::error_code());
                 });
     }
 

@@ -63,6 +63,8 @@ struct semaphore_reply
     std::uint64_t calm = 0;          // of the latest resize whose capacity the permits held came down to
     std::uint64_t clock = 0;         // below every stamp a later resize takes
     boost::system::error_code error; // for failed
+    bool stored = false;             // failed: the call stored its state all the same (durable grants,
+                                     // WAIT refused), which must be given back
 };
 
 namespace reply_decoding {
