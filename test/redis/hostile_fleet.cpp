@@ -399,10 +399,11 @@ BOOST_AUTO_TEST_CASE(a_fenced_write_whose_value_key_is_its_fence_key_is_refused)
 
 // ---- Sentinel: a sentinel that names no usable primary
 
-// The sentinel answers, in turn, that it knows no such primary, an error, bytes that are not RESP,
-// malformed addresses, a port where nothing listens, and a replica's address. The command waits
-// through all of them and runs nowhere (not even a read on the replica: ROLE comes first); once
-// the sentinel names the primary, it runs there, once.
+// The sentinel answers, in turn, an error, bytes that are not RESP, malformed addresses, a port
+// where nothing listens, and a replica's address. The command waits through all of them and runs
+// nowhere (not even a read on the replica: ROLE comes first); once the sentinel names the primary,
+// it runs there, once. (That it knows no such primary fails the command: see
+// a_master_name_no_sentinel_knows_fails_the_commands.)
 BOOST_AUTO_TEST_CASE(a_sentinel_that_names_no_usable_primary_is_never_used)
 {
     redis_server primary;
@@ -419,8 +420,6 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_no_usable_primary_is_never_used)
     o.master_name = "primary";
     const std::string replica_port = std::to_string(replica.port());
     const std::vector<std::pair<const char*, std::string>> answers = {
-        {"an unknown primary", "*-1\r\n"},
-        {"an unknown primary, as a nil string", "$-1\r\n"},
         {"an error", "-ERR No such master with that name\r\n"},
         {"bytes that are not RESP", "hello\r\n"},
         {"a blob error that is not one", "!garbage\r\n"},
@@ -517,6 +516,39 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_a_dead_or_hung_server_does_not_pin_th
             conn.close();
         }
     }
+}
+
+// Sentinels that do not know the name given (misspelt): the command fails with unknown_master
+// instead of waiting for ever, and runs nowhere; so does one that says so with a nil string.
+BOOST_AUTO_TEST_CASE(a_master_name_no_sentinel_knows_fails_the_commands)
+{
+    {
+        scripted_sentinel nil_string;
+        nil_string.answer("$-1\r\n");
+        context ctx;
+        redis::connection_options o = options_for(0);
+        o.sentinels = {{"127.0.0.1", nil_string.port()}};
+        o.master_name = "primary";
+        redis::connection conn(ctx.io, o);
+        auto f = conn.async_execute({"INCR", "k"}, as_executed());
+        BOOST_TEST((wait(f).ec == redis::error::unknown_master));
+        conn.close();
+    }
+    redis_server primary;
+    redis_server::options sentinel_options;
+    sentinel_options.sentinel_config =
+        "sentinel monitor primary 127.0.0.1 " + std::to_string(primary.port()) + " 1\n";
+    redis_server first(sentinel_options);
+    redis_server second(sentinel_options);
+    context ctx;
+    redis::connection_options o = options_for(0);
+    o.sentinels = {{"127.0.0.1", first.port()}, {"127.0.0.1", second.port()}};
+    o.master_name = "primray";
+    redis::connection conn(ctx.io, o);
+    auto f = conn.async_execute({"INCR", "k"}, as_executed());
+    BOOST_TEST((wait(f).ec == redis::error::unknown_master));
+    BOOST_TEST(primary.command({"GET", "k"}) == "(nil)");
+    conn.close();
 }
 
 // ---- Sentinel: AUTH to the sentinels

@@ -281,6 +281,23 @@ BOOST_FIXTURE_TEST_CASE(a_command_refused_as_read_only_is_queued_again_first, fi
     BOOST_TEST(take_log() == (std::vector<std::string>{"5 server_error READONLY no"}));
 }
 
+// Refused with READONLY a second time, by a server whose ROLE said primary, the command completes
+// with the reply: a script's own error reply must not drop the link again and again (before, it was
+// queued again for ever, and the link reconnected at each try).
+BOOST_FIXTURE_TEST_CASE(a_command_refused_as_read_only_twice_completes_with_the_error, fixture)
+{
+    pipeline.requeue_read_only(true);
+    pipeline.start_session({});
+    add(1, {"EVAL", "return redis.error_reply('READONLY mine')", "0"});
+    pipeline.take_commands();
+    BOOST_TEST((pipeline.on_reply(error_reply("READONLY mine")) == reply_answer::not_primary));
+    pipeline.end_session(redis::error::connection_lost);
+    pipeline.start_session({});
+    pipeline.take_commands();
+    BOOST_TEST((pipeline.on_reply(error_reply("READONLY mine")) == reply_answer::command));
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 server_error READONLY mine"}));
+}
+
 BOOST_AUTO_TEST_CASE(destruction_destroys_the_handlers_still_held)
 {
     std::vector<std::string> log;

@@ -109,7 +109,9 @@ struct connection_options
     /// health check.
     std::vector<sentinel_address> sentinels;
 
-    /// The name under which the sentinels know the primary (`sentinel monitor <name> ...`).
+    /// The name under which the sentinels know the primary (`sentinel monitor <name> ...`). An
+    /// attempt in which every sentinel answers that it does not know it fails the commands queued
+    /// meanwhile with `error::unknown_master`; the link keeps trying.
     std::string master_name;
 
     /// The user for `AUTH` to the sentinels (their `requirepass`, or an ACL user); empty: as the

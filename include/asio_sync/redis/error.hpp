@@ -101,6 +101,11 @@ enum class error
     /// written the resource, so its writer's permit ended before a newer holder wrote. Nothing was
     /// written.
     stale_fence,
+
+    /// With Sentinel: every sentinel asked answered that it does not know the primary named
+    /// `connection_options::master_name` (a misspelt name, or sentinels not yet configured). The
+    /// commands queued meanwhile fail with it; the connection keeps asking.
+    unknown_master,
 };
 
 namespace detail {
@@ -149,6 +154,8 @@ public:
             return "the server may evict the semaphore's keys (maxmemory-policy is not noeviction)";
         case error::stale_fence:
             return "a newer fence has written the resource; the write was refused";
+        case error::unknown_master:
+            return "no sentinel knows the primary by that name";
         }
         return "unknown asio_sync.redis error";
     }

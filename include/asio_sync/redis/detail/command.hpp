@@ -143,6 +143,10 @@ public:
     // WAIT: its reply counts the replicas that have the writes made before it on its link.
     bool waits() const noexcept { return waits_; }
 
+    // With Sentinel: refused once with READONLY, and queued again for the primary.
+    bool requeued() const noexcept { return requeued_; }
+    void mark_requeued() noexcept { requeued_ = true; }
+
     std::string_view bytes() const noexcept { return {data_.get(), size_}; }
 
     // Frees the bytes once they have been copied to the connection's output.
@@ -194,6 +198,7 @@ private:
     boost::system::error_code rejection_;
     int slot_ = -1;
     bool waits_ = false;
+    bool requeued_ = false;
 };
 
 } // namespace asio_sync::redis::detail

@@ -274,6 +274,7 @@ private:
         bool established = false; // set up once: the connect listeners have run
         primary_address primary;  // with Sentinel, where the sentinels sent it
         std::size_t refusals = 0; // with Sentinel, the sentinels of this attempt that refused AUTH
+        std::size_t unknowns = 0; // and those that do not know the primary
         reply refusal;            // the last one's reply
         std::size_t sentinel = 0; // the watch link: the sentinel it listens to
         std::size_t named_by = 0; // with Sentinel: the sentinel that named `primary`
@@ -455,9 +456,12 @@ private:
         if (tried == sentinels.size())
         {
             // Every sentinel refused the credentials: as with a refused AUTH to the server, the
-            // commands queued meanwhile fail with auth_failed; the link tries again.
+            // commands queued meanwhile fail with auth_failed; or none knows the primary, and they
+            // fail with unknown_master. The link tries again.
             if (l.home && s->refusals == sentinels.size())
                 l.home->requests.fail_queued(error::auth_failed, s->refusal);
+            else if (l.home && s->unknowns == sentinels.size())
+                l.home->requests.fail_queued(error::unknown_master, {});
             return perform(l, l.fsm.on_connected(false));
         }
         const std::size_t index = (sentinel_first_ + tried) % sentinels.size();
@@ -523,6 +527,8 @@ private:
                                    ++s->refusals;
                                    s->refusal = exchange->query.refusal();
                                }
+                               else if (answer == sentinel_query::result::unknown)
+                                   ++s->unknowns;
                                if (answer != sentinel_query::result::found)
                                    return self.next_sentinel(l, s, *exchange);
                                exchange->done = true;

@@ -298,11 +298,16 @@ public:
         switch (p.what)
         {
         case awaited::command:
-            if (requeue_read_only_ && is_read_only_error(r))
+            if (requeue_read_only_ && is_read_only_error(r) && !(p.op && p.op->command().requeued()))
             {
-                // Not run: it waits for the primary, ahead of the commands queued after it.
+                // Not run: it waits for the primary, ahead of the commands queued after it. Refused
+                // so again by a server that answered ROLE as a primary, it is the command's own
+                // error (a script's error reply), and completes with it.
                 if (p.op)
+                {
+                    p.op->command().mark_requeued();
                     queued_.push_front({p.op, false});
+                }
                 return reply_answer::not_primary;
             }
             if (follow_redirects_ && p.op && parse_redirect(r, redirect_))
