@@ -457,6 +457,40 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_no_usable_primary_is_never_used)
     conn.close();
 }
 
+namespace {
+
+// Options of a real sentinel that watches `primary` under the name "primary", quorum 1.
+redis_server::options sentinel_of(const redis_server& primary)
+{
+    redis_server::options o;
+    o.sentinel_config = "sentinel monitor primary 127.0.0.1 " + std::to_string(primary.port()) + " 1\n";
+    return o;
+}
+
+// A stale sentinel that names the server on `named`, listed before a real one that watches
+// `primary`: an INCR through the connection runs on the primary, once, after the stale sentinel
+// was asked.
+void expect_the_stale_sentinel_passed_over(const redis_server& primary, std::uint16_t named,
+                                           std::chrono::milliseconds connect_timeout)
+{
+    redis_server good(sentinel_of(primary));
+    scripted_sentinel stale;
+    stale.answer(address_reply("127.0.0.1", std::to_string(named)));
+    context ctx;
+    redis::connection_options o = options_for(0);
+    o.sentinels = {{"127.0.0.1", stale.port()}, {"127.0.0.1", good.port()}};
+    o.master_name = "primary";
+    o.connect_timeout = connect_timeout;
+    redis::connection conn(ctx.io, o);
+    auto f = conn.async_execute({"INCR", "k"}, as_executed());
+    BOOST_TEST(!wait(f).ec);
+    BOOST_TEST(primary.command({"GET", "k"}) == "1");
+    BOOST_TEST(stale.asked() >= 1u);
+    conn.close();
+}
+
+} // namespace
+
 // A sentinel whose view is stale keeps naming a replica. The attempt after the replica's ROLE
 // refused starts from the next sentinel, which names the primary (before the fix every attempt
 // began again with the stale one, and the command waited for ever).
@@ -464,22 +498,8 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_a_replica_does_not_pin_the_connection
 {
     redis_server primary;
     const std::unique_ptr<redis_server> replica = replica_of(primary);
-    redis_server::options sentinel_options;
-    sentinel_options.sentinel_config =
-        "sentinel monitor primary 127.0.0.1 " + std::to_string(primary.port()) + " 1\n";
-    redis_server good(sentinel_options);
-    scripted_sentinel stale;
-    stale.answer(address_reply("127.0.0.1", std::to_string(replica->port())));
-    context ctx;
-    redis::connection_options o = options_for(0);
-    o.sentinels = {{"127.0.0.1", stale.port()}, {"127.0.0.1", good.port()}};
-    o.master_name = "primary";
-    redis::connection conn(ctx.io, o);
-    auto f = conn.async_execute({"INCR", "k"}, as_executed());
-    BOOST_TEST(!wait(f).ec);
-    BOOST_TEST(primary.command({"GET", "k"}) == "1");
-    BOOST_TEST(stale.asked() >= 1u);
-    conn.close();
+    expect_the_stale_sentinel_passed_over(primary, replica->port(),
+                                          redis::connection_options().connect_timeout);
 }
 
 // A sentinel whose view is stale names a server that is dead, or hung (SIGSTOP). The attempt that
@@ -497,23 +517,8 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_a_dead_or_hung_server_does_not_pin_th
                 old_primary.pause();
             else
                 old_primary.kill();
-            redis_server::options sentinel_options;
-            sentinel_options.sentinel_config =
-                "sentinel monitor primary 127.0.0.1 " + std::to_string(primary.port()) + " 1\n";
-            redis_server good(sentinel_options);
-            scripted_sentinel stale;
-            stale.answer(address_reply("127.0.0.1", std::to_string(old_primary.port())));
-            context ctx;
-            redis::connection_options o = options_for(0);
-            o.sentinels = {{"127.0.0.1", stale.port()}, {"127.0.0.1", good.port()}};
-            o.master_name = "primary";
-            o.connect_timeout = 500ms; // bounds the attempt on the hung server
-            redis::connection conn(ctx.io, o);
-            auto f = conn.async_execute({"INCR", "k"}, as_executed());
-            BOOST_TEST(!wait(f).ec);
-            BOOST_TEST(primary.command({"GET", "k"}) == "1");
-            BOOST_TEST(stale.asked() >= 1u);
-            conn.close();
+            // The connect timeout bounds the attempt on the hung server.
+            expect_the_stale_sentinel_passed_over(primary, old_primary.port(), 500ms);
         }
     }
 }
@@ -535,11 +540,8 @@ BOOST_AUTO_TEST_CASE(a_master_name_no_sentinel_knows_fails_the_commands)
         conn.close();
     }
     redis_server primary;
-    redis_server::options sentinel_options;
-    sentinel_options.sentinel_config =
-        "sentinel monitor primary 127.0.0.1 " + std::to_string(primary.port()) + " 1\n";
-    redis_server first(sentinel_options);
-    redis_server second(sentinel_options);
+    redis_server first(sentinel_of(primary));
+    redis_server second(sentinel_of(primary));
     context ctx;
     redis::connection_options o = options_for(0);
     o.sentinels = {{"127.0.0.1", first.port()}, {"127.0.0.1", second.port()}};
@@ -560,9 +562,7 @@ BOOST_AUTO_TEST_CASE(a_master_name_no_sentinel_knows_fails_the_commands)
 BOOST_AUTO_TEST_CASE(sentinel_auth_right_and_wrong)
 {
     redis_server primary;
-    redis_server::options sentinel_options;
-    sentinel_options.sentinel_config =
-        "sentinel monitor primary 127.0.0.1 " + std::to_string(primary.port()) + " 1\n";
+    redis_server::options sentinel_options = sentinel_of(primary);
     sentinel_options.password = "sentinel-secret";
     redis_server sentinel(sentinel_options);
 

@@ -23,6 +23,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -98,6 +99,14 @@ struct redirect
     command_op_base* op = nullptr;
 };
 
+// Whether `text` is a decimal number of at most `max`, and nothing else; if so, it is in `value`.
+inline bool decimal(std::string_view text, unsigned max, unsigned& value) noexcept
+{
+    const char* const end = text.data() + text.size();
+    const auto [last, ec] = std::from_chars(text.data(), end, value);
+    return ec == std::errc() && last == end && value <= max;
+}
+
 // The redirection that `r` orders, if it is one: "MOVED <slot> <host>:<port>", "ASK ...",
 // "TRYAGAIN ...", "CLUSTERDOWN ...".
 inline bool parse_redirect(const reply& r, redirect& out)
@@ -116,21 +125,13 @@ inline bool parse_redirect(const reply& r, redirect& out)
     const std::string_view rest = text.substr(moved ? 6 : 4);
     const std::size_t space = rest.find(' ');
     const std::size_t colon = rest.rfind(':');
-    if (space == std::string_view::npos || colon == std::string_view::npos || colon < space)
-        return false;
-    int slot = 0;
+    unsigned slot = 0;
     unsigned port = 0;
-    for (const char c : rest.substr(0, space))
-        if (c < '0' || c > '9' || (slot = slot * 10 + (c - '0')) > 16383)
-            return false;
-    const std::string_view digits = rest.substr(colon + 1);
-    if (space == 0 || digits.empty())
+    if (space == std::string_view::npos || colon == std::string_view::npos || colon < space ||
+        !decimal(rest.substr(0, space), 16383, slot) || !decimal(rest.substr(colon + 1), 65535, port))
         return false;
-    for (const char c : digits)
-        if (c < '0' || c > '9' || (port = port * 10 + static_cast<unsigned>(c - '0')) > 65535)
-            return false;
     out.what = moved ? redirect::kind::moved : redirect::kind::ask;
-    out.slot = slot;
+    out.slot = static_cast<int>(slot);
     out.host = std::string(rest.substr(space + 1, colon - space - 1));
     out.port = static_cast<std::uint16_t>(port);
     return true;
