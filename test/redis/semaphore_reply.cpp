@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(decodes_every_reply_word_with_its_numbers)
         BOOST_TEST((decode_semaphore_reply({}, words(word)).what == expected), word);
 
     BOOST_TEST(
-        (decode_semaphore_reply({}, text(reply_kind::string, "asio_sync_v3")).what == outcome::loaded));
+        (decode_semaphore_reply({}, text(reply_kind::string, "asio_sync_v4")).what == outcome::loaded));
 }
 
 BOOST_AUTO_TEST_CASE(tells_apart_the_errors_the_client_acts_on)

@@ -1,4 +1,4 @@
-#!lua name=asio_sync_v3
+#!lua name=asio_sync_v4
 
 -- The server side of the fleet-wide semaphore (asio_sync::redis::basic_semaphore): a Redis 7
 -- function library. scripts/generate-semaphore-library writes it into semaphore_library.hpp, with
@@ -10,9 +10,11 @@
 --              (below), and for each id a field '#<id>': '<n>:<fence>' for a holder, '<n>' for a waiter
 --   deadlines  zset: id -> lease deadline (server ms), holders and waiters alike
 --   queue      zset: waiter id -> ticket
---   horizon    string: no deadline of a live lease is later than it (server ms); never expires
---   capacity   string: '<capacity> <stamp> <id>' of the last resize; never expires (absent: never
---              resized)
+--   horizon    string: no deadline of a live lease is later than it (server ms)
+--   capacity   string: '<capacity> <stamp> <id>' of the last resize, or '-' (never resized)
+-- deadlines and queue also hold a placeholder, the member '' (never an id) scored +inf, so that they
+-- exist while empty: the five keys are made together by the first call that stores anything, and
+-- never expire.
 -- meta's fields: epoch is the first fence of the current state (it exists exactly while meta
 -- does); seq the last fence, ticket or stamp handed out; capacity the capacity in force; used the
 -- permits held, holders and waiters the entries; lease the longest lease seen (ms); horizon a copy
@@ -22,8 +24,8 @@
 -- stamp unless a shrink is pending).
 --
 -- Capacity. The first acquire of a semaphore without state declares its capacity, unless the
--- capacity key holds one: a resize outlives the state (idle expiry, lost state), so that it never
--- reverts to a declared capacity. An acquire with another capacity than the one in force is refused
+-- capacity key holds one: a resize outlives lost state, so that it never reverts to a declared
+-- capacity. An acquire with another capacity than the one in force is refused
 -- (ASIO_SYNC_CAPACITY, with the capacity and stamp in force, so that a client can tell a resize it
 -- missed from a wrong configuration). resize stores a capacity (last writer wins) under a new stamp:
 -- it removes from the queue every waiter that asks for more, serves the queue (a larger capacity
@@ -45,12 +47,17 @@
 -- every holder of the lost state has by then learnt its loss from its renewal (state_lost, as its
 -- fence is older than the new epoch) or from its own lease deadline.
 --
--- Expiry. meta, deadlines and queue expire together, at horizon plus a minute: a writing call that
--- could set a deadline later than the horizon (now + the longest lease) moves the horizon to now +
--- twice the longest lease and every expiry with it; a key it creates gets meta's expiry. So an idle
--- semaphore disappears, and no key expires before a live deadline. The horizon key stays, one small
--- string per name, so that a meta evicted or deleted while leases may be live is recognised, and so
--- does the capacity key of a semaphore ever resized.
+-- The horizon. A writing call that could set a deadline later than the horizon (now + the longest
+-- lease) moves it to now + twice the longest lease.
+--
+-- Why the keys never expire, and all exist or none: a call names all five, and while its hash slot
+-- migrates between the nodes of a Redis Cluster, Redis refuses (TRYAGAIN) a call naming several keys
+-- unless one node holds them all. Keys that exist in some states and not in others (a queue while
+-- nobody waits, a capacity never resized, a state expired while idle) would be missing on both nodes
+-- and refused for the whole migration. With the five keys always together, the call runs on the node
+-- that holds them (the target after ASK once they moved); only a semaphore's very first call, before
+-- any key exists, waits for the end of its slot's migration. The price: about 500 bytes of Redis
+-- memory per semaphore name, for as long as the data lasts.
 --
 -- Every writing call reads TIME at most once (it moves during a script on 7.0), reads before it
 -- writes (so a key of another type fails it with WRONGTYPE before anything changed) and writes at the
@@ -98,8 +105,8 @@
 --       granted since the resize in force (fence above its stamp) hold at most the capacity, no
 --       waiter asks for more, every entry has its field and its deadline, fences and tickets are
 --       unique, above the epoch and at most seq, the queue's head does not fit (unless expired or
---       quiet), no deadline is beyond the horizon, the keys expire after it, the horizon never, and
---       the capacity key (never expiring) agrees with meta's capacity and stamp.
+--       quiet), no deadline is beyond the horizon, the five keys exist together (each zset with its
+--       placeholder) and none expires, and the capacity key agrees with meta's capacity and stamp.
 -- <position> counts from 1 (the head). Errors, with nothing changed:
 --   ASIO_SYNC_CAPACITY <capacity> <stamp>  acquire declared another capacity than the one in force
 --   ASIO_SYNC_TOO_MANY <n> > <capacity>    acquire asked for more permits than the capacity in force
@@ -115,7 +122,7 @@ local META, DEADLINES, QUEUE, HORIZON, CAPACITY = 1, 2, 3, 4, 5
 local KEY_COUNT = 5
 local REAP_LIMIT = 16
 local MAX_CAPACITY = 4503599627370496
-local FUNCTION_PREFIX = 'asio_sync_v3_'
+local FUNCTION_PREFIX = 'asio_sync_v4_'
 local REPLY = {
     granted = 'granted',
     queued = 'queued',
@@ -140,8 +147,9 @@ local ERROR = {
 }
 -- END shared facts
 
-local IDLE_MARGIN_MS = 60000
 local INFO = '#' -- the prefix of an id's field in meta
+local PLACEHOLDER = '' -- the member that keeps deadlines and queue in existence
+local NEVER_RESIZED = '-' -- the capacity key of a semaphore never resized
 local CHUNK = 1000 -- elements passed to one command at most (Lua's unpack has a limit)
 
 -- The decimal digits of an integer, for text: Lua's own conversion drops digits beyond 14 (those
@@ -194,11 +202,26 @@ local function parse_info(info)
     return tonumber(info), nil
 end
 
+-- BEGIN server clock: the tests of the library replace this function, never a client
+-- The server's clock, in seconds and microseconds.
+local function server_time()
+    local time = redis.call('TIME')
+    return tonumber(time[1]), tonumber(time[2])
+end
+-- END server clock
+
+-- The members of a zset's range without the placeholder.
+local function without_placeholder(members)
+    if members[#members] == PLACEHOLDER then
+        members[#members] = nil
+    end
+    return members
+end
+
 -- Server milliseconds and microseconds, read once per call.
 local function read_clock(s)
     if not s.now then
-        local time = redis.call('TIME')
-        local seconds, micros = tonumber(time[1]), tonumber(time[2])
+        local seconds, micros = server_time()
         s.now = seconds * 1000 + math.floor(micros / 1000)
         s.now_us = seconds * 1000000 + micros
     end
@@ -224,6 +247,7 @@ local SCALARS = {'epoch', 'seq', 'capacity', 'used', 'holders', 'waiters', 'leas
 -- (info, or nil); the caller's lease (call_lease, 0 for a release or a resize); and:
 --   now, now_us        the server's clock, once read_clock has read it
 --   absent             no meta, and nothing lost: nothing to write unless acquire declares
+--   lost_unknown       no meta, lost, but the call knows no lease to wait for (a release, a resize)
 --   reset              the call found lost state and starts afresh
 --   heads, scanned     waiters of the queue from its head as read, and how many were read
 --   gone               the ids the call removed or served (id -> true)
@@ -247,6 +271,7 @@ local function new_state(keys, id, call_lease, m)
     s.read_waiters, s.read_lease, s.read_horizon, s.read_quiet = waiters, lease, horizon, quiet
     s.stamp, s.calm, s.read_stamp, s.read_calm = stamp, calm, stamp, calm
     s.now, s.now_us, s.absent, s.reset, s.heads, s.scanned = nil, nil, nil, nil, nil, 0
+    s.lost_unknown = nil
     s.gone, s.deadline, s.durable, s.resized = nil, nil, nil, nil
     s.queue_removed, s.queue_added, s.deadlines_removed, s.deadlines_added = nil, nil, nil, nil
     s.fields_removed, s.fields_set, s.messages = nil, nil, nil
@@ -351,7 +376,7 @@ local function load_state(keys, id, call_lease, m, now, now_us)
         if lost and call_lease > 0 then
             start_afresh(s)
         else
-            s.absent = true
+            s.absent, s.lost_unknown = true, lost
             take_durable(s)
         end
         return s
@@ -364,7 +389,8 @@ local function load_state(keys, id, call_lease, m, now, now_us)
     if s.waiters > 0 then
         s.heads = redis.call('ZRANGE', keys[QUEUE], 0, REAP_LIMIT - 1)
         s.scanned = #s.heads
-        if s.scanned == 0 then
+        without_placeholder(s.heads)
+        if #s.heads == 0 then
             start_afresh(s)
         end
     end
@@ -408,7 +434,7 @@ local function reap(s)
     end
     local keys = s.keys
     local first = redis.call('ZRANGE', keys[DEADLINES], 0, 0, 'WITHSCORES')
-    if #first == 0 then
+    if #first == 0 or first[1] == PLACEHOLDER then
         return start_afresh(s)
     end
     local now = read_clock(s)
@@ -490,6 +516,7 @@ local function serve(s)
             -- every waiter read was served or removed: read further
             s.heads = redis.call('ZRANGE', keys[QUEUE], s.scanned, s.scanned + REAP_LIMIT - 1)
             s.scanned = s.scanned + #s.heads
+            without_placeholder(s.heads)
             for i = 1, #s.heads do
                 if not is_gone(s, s.heads[i]) then
                     ids[#ids + 1] = s.heads[i]
@@ -542,11 +569,10 @@ local function extend(s)
     local keys = s.keys
     local now = read_clock(s)
     if s.horizon and s.horizon >= now + s.lease then
-        return false
+        return
     end
     s.horizon = now + 2 * s.lease
     redis.call('SET', keys[HORIZON], s.horizon)
-    return true
 end
 
 local function write_queue(s)
@@ -569,7 +595,8 @@ end
 
 -- Applies the call's writes: deadlines and the queue, the one the call did not read first (a call
 -- writes at most one key it did not read, so that a key of another type fails it before anything
--- changed), then meta, then the horizon and the expiries, then the grants' messages.
+-- changed), then meta, then the horizon and the capacity key, then the grants' messages. A state
+-- made by the call (a new one, or one started afresh) gets its placeholders and its keys first.
 local function store_state(s)
     if s.absent then
         return
@@ -577,6 +604,11 @@ local function store_state(s)
     local keys = s.keys
     if s.reset then
         redis.call('DEL', keys[META], keys[DEADLINES], keys[QUEUE])
+    end
+    local made = s.reset or not s.read_seq -- a state made by this call: its keys too
+    if made then
+        redis.call('ZADD', keys[DEADLINES], '+inf', PLACEHOLDER)
+        redis.call('ZADD', keys[QUEUE], '+inf', PLACEHOLDER)
     end
     if s.heads then
         write_deadlines(s)
@@ -588,9 +620,18 @@ local function store_state(s)
     if s.fields_removed then
         redis.call('HDEL', keys[META], unpack(s.fields_removed))
     end
-    local extended = s.now and s.lease > 0 and extend(s)
-    if s.reset or not s.read_seq then
+    if s.now and s.lease > 0 then
+        extend(s)
+    end
+    if made then
         push(s, 'fields_set', 'epoch', s.epoch)
+        if not s.horizon then
+            s.horizon = read_clock(s) -- no lease yet (a resize): no deadline is later than now
+            redis.call('SET', keys[HORIZON], s.horizon)
+        end
+        if not s.resized then
+            redis.call('SET', keys[CAPACITY], NEVER_RESIZED, 'NX')
+        end
     end
     if s.seq ~= s.read_seq then
         push(s, 'fields_set', 'seq', s.seq)
@@ -638,20 +679,6 @@ local function store_state(s)
     if s.resized then
         redis.call('SET', keys[CAPACITY], decimal(s.capacity) .. ' ' .. decimal(s.stamp) .. ' ' .. s.id)
     end
-    if s.horizon then
-        local at = s.horizon + IDLE_MARGIN_MS
-        if extended or s.reset then
-            redis.call('PEXPIREAT', keys[META], at)
-        end
-        -- a key that had no entries before the call is new (or was deleted with the old state)
-        local had_entries = (s.read_holders or 0) + (s.read_waiters or 0) > 0
-        if s.holders + s.waiters > 0 and (extended or not had_entries) then
-            redis.call('PEXPIREAT', keys[DEADLINES], at)
-        end
-        if s.waiters > 0 and (extended or (s.read_waiters or 0) == 0) then
-            redis.call('PEXPIREAT', keys[QUEUE], at)
-        end
-    end
     local messages = s.messages
     for i = 1, messages and #messages or 0 do
         redis.call('PUBLISH', s.channel, messages[i])
@@ -695,23 +722,19 @@ local function acquire_at_once(keys, id, n, capacity, lease, m)
         used + n > capacity then
         return nil
     end
-    local time = redis.call('TIME')
-    local seconds, micros = tonumber(time[1]), tonumber(time[2])
+    local seconds, micros = server_time()
     local now, now_us = seconds * 1000 + math.floor(micros / 1000), seconds * 1000000 + micros
     if horizon < now + longest then
         return nil, now, now_us
     end
     if holders > 0 then
         local first = redis.call('ZRANGE', keys[DEADLINES], 0, 0, 'WITHSCORES')
-        if #first == 0 or tonumber(first[2]) <= now then
+        if #first == 0 or first[1] == PLACEHOLDER or tonumber(first[2]) <= now then
             return nil, now, now_us
         end
     end
     local fence = math.max(seq + 1, now_us)
     redis.call('ZADD', keys[DEADLINES], now + lease, id)
-    if holders == 0 then
-        redis.call('PEXPIREAT', keys[DEADLINES], horizon + IDLE_MARGIN_MS)
-    end
     redis.call('HSET', keys[META], INFO .. id, n .. ':' .. decimal(fence), 'seq', fence, 'used', used + n,
                'holders', holders + 1)
     return {REPLY.granted, fence, n, lease}
@@ -853,7 +876,7 @@ local function reject_too_large(s)
     if s.reset or s.waiters == 0 then
         return
     end
-    local queued = redis.call('ZRANGE', s.keys[QUEUE], 0, -1)
+    local queued = without_placeholder(redis.call('ZRANGE', s.keys[QUEUE], 0, -1))
     for first = 1, #queued, CHUNK do
         local ids, fields = {}, {}
         for i = first, math.min(first + CHUNK - 1, #queued) do
@@ -891,6 +914,15 @@ local function resize(keys, args)
         return {REPLY.conflict, s.capacity or 0, s.stamp}
     end
     s.channel, s.resized = channel, true
+    if s.lost_unknown then
+        -- the capacity key alone holds the resize: the next acquire or renewal starts afresh with it
+        s.stamp = next_token(s)
+        redis.call('SET', keys[CAPACITY], decimal(capacity) .. ' ' .. decimal(s.stamp) .. ' ' .. id)
+        redis.call('PUBLISH', channel, REPLY.resized .. ' ' .. decimal(capacity) .. ' ' .. decimal(s.stamp) ..
+                       ' ' .. decimal(s.stamp))
+        return {REPLY.resized, capacity, s.stamp, s.stamp}
+    end
+    declare(s, capacity, 0) -- a semaphore without state: the resize makes it
     reap(s)
     s.capacity, s.stamp = capacity, next_token(s)
     reject_too_large(s)
@@ -903,13 +935,7 @@ local function resize(keys, args)
     table.insert(messages, 1, REPLY.resized .. ' ' .. decimal(capacity) .. ' ' .. decimal(s.stamp) .. ' ' ..
                      decimal(s.calm))
     s.messages = messages
-    if s.absent then
-        -- no state to change: the capacity key alone holds the resize
-        redis.call('SET', keys[CAPACITY], decimal(capacity) .. ' ' .. decimal(s.stamp) .. ' ' .. id)
-        redis.call('PUBLISH', channel, messages[1])
-    else
-        store_state(s)
-    end
+    store_state(s)
     return {REPLY.resized, capacity, s.stamp, s.calm}
 end
 
@@ -930,7 +956,7 @@ end
 
 -- The infos of the entries of deadlines whose deadlines are after `now`: ids, then their fields.
 local function live_entries(keys, now)
-    local ids = redis.call('ZRANGEBYSCORE', keys[DEADLINES], '(' .. decimal(now), '+inf')
+    local ids = without_placeholder(redis.call('ZRANGEBYSCORE', keys[DEADLINES], '(' .. decimal(now), '+inf'))
     if #ids == 0 then
         return ids, {}
     end
@@ -974,7 +1000,7 @@ local function watch(keys, _)
         wake = nil
     end
     local first = redis.call('ZRANGE', keys[DEADLINES], 0, 0, 'WITHSCORES')
-    if #first > 0 then
+    if #first > 0 and first[1] ~= PLACEHOLDER then
         wake = math.min(wake or math.huge, tonumber(first[2]))
     end
     if not wake then
@@ -1002,12 +1028,23 @@ local function check(keys, _)
     local deadlines = redis.call('ZRANGE', keys[DEADLINES], 0, -1, 'WITHSCORES')
     local queue = redis.call('ZRANGE', keys[QUEUE], 0, -1, 'WITHSCORES')
     local horizon = tonumber(redis.call('GET', keys[HORIZON]))
+    local capacity_key = redis.call('GET', keys[CAPACITY])
     local durable = read_durable({keys = keys})
     if not scalars.epoch then
-        if #meta + #deadlines + #queue > 0 then
+        if #meta + #deadlines + #queue > 0 or horizon or capacity_key then
             return broken('state without meta')
         end
         return {REPLY.ok, 0, 0, 0}
+    end
+    -- the placeholder closes each zset: drop it
+    for _, zset in ipairs({deadlines, queue}) do
+        if zset[#zset - 1] ~= PLACEHOLDER then
+            return broken('a zset without its placeholder')
+        end
+        zset[#zset], zset[#zset - 1] = nil, nil
+    end
+    if not (horizon and (durable or capacity_key == NEVER_RESIZED)) then
+        return broken('meta without its other keys')
     end
     for _, field in ipairs(SCALARS) do
         if field ~= 'capacity' and field ~= 'stamp' and field ~= 'calm' and not scalars[field] then
@@ -1087,20 +1124,10 @@ local function check(keys, _)
     if last_deadline > horizon or scalars.quiet > horizon then
         return broken('a deadline beyond the horizon')
     end
-    for key = META, QUEUE do
-        local ttl = redis.call('PTTL', keys[key])
-        if ttl == -1 then
-            return broken('a key without expiry')
+    for key = 1, KEY_COUNT do
+        if redis.call('PTTL', keys[key]) ~= -1 then
+            return broken('a key expires')
         end
-        if ttl >= 0 and now + ttl < horizon then
-            return broken('a key expires before the horizon')
-        end
-    end
-    if redis.call('PTTL', keys[HORIZON]) ~= -1 then
-        return broken('the horizon expires')
-    end
-    if durable and redis.call('PTTL', keys[CAPACITY]) ~= -1 then
-        return broken('the capacity key expires')
     end
     return {REPLY.ok, used, holders, scalars.waiters}
 end
