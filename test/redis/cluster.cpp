@@ -31,6 +31,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,6 +123,107 @@ std::size_t run_fleet(redis_cluster& cluster, unsigned durable_replicas, Fault f
     return lost;
 }
 
+// A slot in migration, held open in each of its states for a lease: every key still on the source,
+// then every key moved to the target in one MIGRATE (the ASK state), then handed over. Each call
+// names the semaphore's five keys, and during a migration Redis serves a call naming several keys
+// only on a node that holds them all. Throughout, a holder of a semaphore that was idle when the
+// migration began keeps its permit (renewed in each state), an acquire made while a permit is free
+// completes in the state it was made in, and a busy fleet on another semaphore goes on being
+// granted, none of its holds lost. (With keys that did not exist, the queue while nobody waits or
+// the capacity key of a semaphore never resized, both nodes refused every call until the
+// hand-over.)
+void through_a_migration_held_open(unsigned durable_replicas)
+{
+    redis_cluster cluster(durable_replicas > 0 ? 2 : 0);
+    constexpr std::size_t capacity = 3;
+    running_io run;
+    redis::semaphore_options options;
+    options.lease_duration = 3000ms;
+    options.durable_replicas = durable_replicas;
+    redis::connection conn(run.io, cluster.options());
+    redis::connection other(run.io, cluster.options());
+    redis::semaphore idle(conn, "idle", 2, options);
+    std::vector<std::unique_ptr<redis::semaphore>> sems;
+    sems.push_back(std::make_unique<redis::semaphore>(conn, "jobs", capacity, options));
+    sems.push_back(std::make_unique<redis::semaphore>(other, "jobs", capacity, options));
+
+    const auto acquire_and_release = [&] {
+        auto acquired = idle.async_acquire_permit(1, asio::use_future);
+        redis::semaphore::permit p = wait(acquired);
+        auto released = p.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+        BOOST_TEST(!wait(released));
+    };
+    acquire_and_release(); // the semaphore exists, and nobody holds it
+
+    asio_sync::test::fleet_record log;
+    std::atomic<bool> stop{false};
+    std::vector<std::future<void>> done;
+    for (std::size_t i = 0; i < 8; ++i)
+        done.push_back(
+            asio::co_spawn(run.io, asio_sync::test::fleet_worker(*sems[i % 2], log, stop), asio::use_future));
+    asio_sync::test::eventually([&] { return asio_sync::test::holds_of(log) >= 10; });
+
+    struct moving
+    {
+        int slot;
+        redis_server* from;
+        redis_server* to;
+    };
+    std::vector<moving> slots;
+    for (const char* name : {"idle", "jobs"})
+    {
+        const int slot = slot_of_semaphore(name);
+        redis_server& from = cluster.owner(slot);
+        slots.push_back(
+            {slot, &from, &(&from == &cluster.server(0) ? cluster.server(1) : cluster.server(0))});
+    }
+    const auto fault_at = clock_type::now();
+    std::optional<redis::semaphore::permit> held;
+    auto lost = std::make_shared<std::atomic<bool>>(false);
+    for (const char* state : {"every key on the source", "every key on the target", "handed over"})
+    {
+        BOOST_TEST_CONTEXT(state)
+        {
+            for (const moving& m : slots)
+            {
+                if (!held)
+                    cluster.open_migration(m.slot, *m.from, *m.to);
+                else if (m.from->command({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(m.slot)}) != "0")
+                    BOOST_TEST(cluster.move_keys(m.slot, *m.from, *m.to, 100) >= 5u);
+                else
+                    cluster.hand_over(m.slot, *m.to);
+            }
+            const std::size_t holds_before = asio_sync::test::holds_of(log);
+            if (!held)
+            {
+                auto acquired = idle.async_acquire_permit(1, asio::use_future);
+                held.emplace(wait(acquired));
+                held->async_wait_lost([lost](boost::system::error_code ec) {
+                    if (ec != asio::error::operation_aborted)
+                        *lost = true;
+                });
+            }
+            acquire_and_release();                               // a permit is free: served now
+            std::this_thread::sleep_for(options.lease_duration); // the holder renews in this state
+            BOOST_TEST(!*lost);
+            asio_sync::test::eventually([&] { return asio_sync::test::holds_of(log) >= holds_before + 10; });
+        }
+    }
+    auto released = held->async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    BOOST_TEST(!wait(released));
+    BOOST_TEST(slots[0].from->command({"INFO", "errorstats"}).find("errorstat_ASK") != std::string::npos);
+
+    stop = true;
+    for (auto& f : done)
+        wait(f);
+    sems.clear();
+    conn.close();
+    other.close();
+    const std::size_t lost_holds = asio_sync::test::check_fleet(log, fault_at);
+    BOOST_TEST(lost_holds == 0u);
+    BOOST_TEST(asio_sync::test::peak(log.holds) <= capacity);
+}
+
 } // namespace
 
 // Given one node only, a connection learns the map, and its commands, semaphores and fenced writes
@@ -183,6 +285,16 @@ BOOST_AUTO_TEST_CASE(a_live_migration_of_a_busy_semaphore)
     BOOST_TEST(&cluster.owner(slot) == &to);
     BOOST_TEST(from.command({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) == "0");
     BOOST_TEST(to.command({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) != "0");
+}
+
+BOOST_AUTO_TEST_CASE(a_migration_held_open_serves_an_idle_and_a_busy_semaphore)
+{
+    through_a_migration_held_open(0);
+}
+
+BOOST_AUTO_TEST_CASE(a_migration_held_open_serves_an_idle_and_a_busy_durable_semaphore)
+{
+    through_a_migration_held_open(1);
 }
 
 // The primary of a busy durable semaphore is killed; the cluster promotes one of its two replicas

@@ -119,22 +119,43 @@ public:
     // everywhere. `between` runs between the steps (the test lets its fleet run there).
     void migrate(int slot, redis_server& from, redis_server& to, const std::function<void()>& between)
     {
+        open_migration(slot, from, to);
+        between();
+        while (move_keys(slot, from, to, 1) != 0)
+            between();
+        hand_over(slot, to);
+    }
+
+    // The steps of a migration, for a test that holds one open: IMPORTING on `to`, MIGRATING on
+    // `from`; then up to `count` keys moved in one MIGRATE (returns how many); then the slot given to
+    // `to` on every node.
+    void open_migration(int slot, redis_server& from, redis_server& to)
+    {
         const std::string s = std::to_string(slot);
         to.command({"CLUSTER", "SETSLOT", s, "IMPORTING", id_of(from)});
         from.command({"CLUSTER", "SETSLOT", s, "MIGRATING", id_of(to)});
-        between();
-        for (;;)
-        {
-            std::istringstream keys(from.command({"CLUSTER", "GETKEYSINSLOT", s, "1"}));
-            std::string key;
-            if (!std::getline(keys, key) || key.empty())
-                break;
-            from.command({"MIGRATE", "127.0.0.1", std::to_string(to.port()), key, "0", "5000", "REPLACE"});
-            between();
-        }
+    }
+
+    std::size_t move_keys(int slot, redis_server& from, redis_server& to, std::size_t count)
+    {
+        std::istringstream listed(
+            from.command({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), std::to_string(count)}));
+        std::vector<std::string> command{"MIGRATE", "127.0.0.1", std::to_string(to.port()), "", "0", "5000",
+                                         "REPLACE", "KEYS"};
+        for (std::string key; std::getline(listed, key);)
+            if (!key.empty())
+                command.push_back(key);
+        const std::size_t moved = command.size() - 8;
+        if (moved != 0)
+            from.command(command);
+        return moved;
+    }
+
+    void hand_over(int slot, redis_server& to)
+    {
         for (const auto& node : servers_)
             if (node->running())
-                node->command({"CLUSTER", "SETSLOT", s, "NODE", id_of(to)});
+                node->command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", id_of(to)});
     }
 
     // Waits until every running node agrees that `slot` is served by a primary other than
