@@ -179,7 +179,7 @@ inline constexpr std::string_view source = R"lua(#!lua name=asio_sync_v4
 -- nobody waits, a capacity never resized, a state expired while idle) would be missing on both nodes
 -- and refused for the whole migration. With the five keys always together, the call runs on the node
 -- that holds them (the target after ASK once they moved); only a semaphore's very first call, before
--- any key exists, waits for the end of its slot's migration. The price: about 500 bytes of Redis
+-- any key exists, waits for the end of its slot's migration. The price: about 600 bytes of Redis
 -- memory per semaphore name, for as long as the data lasts.
 --
 -- Every writing call reads TIME at most once (it moves during a script on 7.0), reads before it
