@@ -31,6 +31,7 @@
 #include "support/child_process.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
+#include "support/semaphore_keys.hpp"
 #include "support/tcp_proxy.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -75,6 +76,7 @@ namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::child_process;
 using asio_sync::test::eventually;
+using asio_sync::test::queue_length;
 using asio_sync::test::options_for;
 using asio_sync::test::pipe_link;
 using asio_sync::test::redis_server;
@@ -573,11 +575,6 @@ private:
 std::string check(const redis_server& server, const std::string& name)
 {
     return server.execute(script(name).check()).to_text();
-}
-
-std::string queue_length(const redis_server& server, const std::string& name)
-{
-    return server.command({"ZCARD", script(name).key(key::queue)});
 }
 
 // An io_context on a thread of its own, kept busy until the object goes.

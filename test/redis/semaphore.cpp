@@ -19,6 +19,7 @@
 #include "support/counting_allocator.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
+#include "support/semaphore_keys.hpp"
 #include "support/tcp_proxy.hpp"
 
 #include <boost/asio/bind_allocator.hpp>
@@ -55,6 +56,7 @@ namespace redis = asio_sync::redis;
 using asio_sync::test::allocation_counts;
 using asio_sync::test::counting_allocator;
 using asio_sync::test::eventually;
+using asio_sync::test::queue_length;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
 using asio_sync::test::redis_server;
@@ -148,16 +150,11 @@ struct fixture
         return server.command({"HGET", script(name).key(redis::detail::semaphore_key::meta), "seq"});
     }
 
-    std::string queue_length(const std::string& name)
-    {
-        return server.command({"ZCARD", script(name).key(redis::detail::semaphore_key::queue)});
-    }
-
     // Waits until Redis queues `length` waiters, while `waiting` is not completed: an error must not
     // wait for the limit.
     void expect_queued(const std::string& name, const std::string& length, std::future<acquired>& waiting)
     {
-        eventually([&] { return queue_length(name) == length || is_ready(waiting); });
+        eventually([&] { return queue_length(server, name) == length || is_ready(waiting); });
         BOOST_TEST(!is_ready(waiting));
     }
 
@@ -280,7 +277,7 @@ BOOST_FIXTURE_TEST_CASE(close_fails_queued_and_later_acquires_but_keeps_permits,
 
     a.close();
     BOOST_TEST(wait(waiting).ec == code(asio_sync::error::closed));
-    eventually([&] { return queue_length("jobs") == "0"; }); // its remote waiter left
+    eventually([&] { return queue_length(server, "jobs") == "0"; }); // its remote waiter left
     auto later = acquire(a, 1);
     BOOST_TEST(wait(later).ec == code(asio_sync::error::closed));
     auto none = acquire(a, 0);
@@ -392,9 +389,9 @@ BOOST_FIXTURE_TEST_CASE(serves_two_connections_in_fifo_order_with_increasing_fen
     acquired h = hold(a, 2);
 
     auto big = acquire(b, 2);
-    eventually([&] { return queue_length("jobs") == "1"; });
+    eventually([&] { return queue_length(server, "jobs") == "1"; });
     auto small = acquire(a, 1);
-    eventually([&] { return queue_length("jobs") == "2"; });
+    eventually([&] { return queue_length(server, "jobs") == "2"; });
     BOOST_TEST(!is_ready(big));
     BOOST_TEST(!is_ready(small));
 
@@ -424,7 +421,7 @@ BOOST_FIXTURE_TEST_CASE(try_never_queues, fixture)
     acquired b = wait(busy);
     BOOST_TEST(b.ec == code(asio::error::would_block));
     BOOST_TEST(b.p.count() == 0u);
-    BOOST_TEST(queue_length("jobs") == "0");
+    BOOST_TEST(queue_length(server, "jobs") == "0");
 }
 
 BOOST_FIXTURE_TEST_CASE(cancellation_removes_the_remote_waiter_and_serves_the_next, fixture)
@@ -439,15 +436,15 @@ BOOST_FIXTURE_TEST_CASE(cancellation_removes_the_remote_waiter_and_serves_the_ne
     asio::post(io, [&] {
         a.async_acquire_permit(1, asio::bind_cancellation_slot(signal.slot(), std::move(handler)));
     });
-    eventually([&] { return queue_length("jobs") == "1"; });
+    eventually([&] { return queue_length(server, "jobs") == "1"; });
     auto next = acquire(b, 1);
-    eventually([&] { return queue_length("jobs") == "2"; });
+    eventually([&] { return queue_length(server, "jobs") == "2"; });
 
     asio::post(io, [&] { signal.emit(asio::cancellation_type::terminal); });
     acquired c = wait(cancelled);
     BOOST_TEST(c.ec == code(asio::error::operation_aborted));
     BOOST_TEST(c.p.count() == 0u);
-    eventually([&] { return queue_length("jobs") == "1"; });
+    eventually([&] { return queue_length(server, "jobs") == "1"; });
 
     h.p = permit();
     acquired n = wait(next);
@@ -470,7 +467,7 @@ BOOST_FIXTURE_TEST_CASE(cancel_gives_up_every_pending_acquire_and_its_remote_wai
     a.cancel();
     BOOST_TEST(wait(first_waiting).ec == code(asio::error::operation_aborted));
     BOOST_TEST(wait(second_waiting).ec == code(asio::error::operation_aborted));
-    eventually([&] { return queue_length("jobs") == "1"; });
+    eventually([&] { return queue_length(server, "jobs") == "1"; });
     acquired served = served_after_release(h, next);
 
     // The semaphore still works after a cancel().
@@ -597,7 +594,7 @@ BOOST_FIXTURE_TEST_CASE(timeout_removes_the_remote_waiter, fixture)
     sem.async_acquire_permit_for(1, 50ms, std::move(handler));
     acquired t = wait(timed);
     BOOST_TEST(t.ec == code(asio_sync::error::timed_out));
-    eventually([&] { return queue_length("jobs") == "0"; });
+    eventually([&] { return queue_length(server, "jobs") == "0"; });
     BOOST_TEST(check("jobs") == "ok\n1\n1\n0");
 }
 
@@ -757,10 +754,10 @@ BOOST_FIXTURE_TEST_CASE(a_waiter_whose_lease_lapsed_while_its_client_stalled_is_
         redis::semaphore stalled(proxied, "jobs", 1, lease);
         acquired h = hold(holding, 1);
         auto f = acquire(stalled, 1);
-        eventually([&] { return queue_length("jobs") == "1"; });
+        eventually([&] { return queue_length(server, "jobs") == "1"; });
 
         proxy.hold();
-        eventually([&] { return queue_length("jobs") == "0"; });
+        eventually([&] { return queue_length(server, "jobs") == "0"; });
         proxy.release(); // the held renewals answer lost
         expect_queued("jobs", "1", f);
 
@@ -804,7 +801,7 @@ BOOST_FIXTURE_TEST_CASE(a_queued_acquire_is_allocated_with_the_handlers_allocato
     to_future handler;
     auto f = handler.get_future();
     sem.async_acquire_permit(1, asio::bind_allocator(counting_allocator<void>(counts), std::move(handler)));
-    eventually([&] { return queue_length("jobs") == "1"; });
+    eventually([&] { return queue_length(server, "jobs") == "1"; });
     BOOST_TEST(counts.allocations.load() == 1u); // the operation, alive while it waits
     BOOST_TEST(counts.deallocations.load() == 0u);
 

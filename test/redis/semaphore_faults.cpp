@@ -19,6 +19,7 @@
 #include "support/io_threads.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
+#include "support/semaphore_keys.hpp"
 #include "support/tcp_proxy.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -45,6 +46,7 @@ namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::child_process;
 using asio_sync::test::eventually;
+using asio_sync::test::queue_length;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
 using asio_sync::test::pipe_link;
@@ -69,11 +71,6 @@ constexpr std::chrono::milliseconds lease_past_sleep{3000};
 std::string check(const redis_server& server)
 {
     return server.command(script(name).check());
-}
-
-std::string queue_length(const redis_server& server)
-{
-    return server.command({"ZCARD", script(name).key(redis::detail::semaphore_key::queue)});
 }
 
 std::string outcome(boost::system::error_code ec)
@@ -174,12 +171,12 @@ BOOST_AUTO_TEST_CASE(the_permit_of_a_killed_holder_and_the_place_of_a_killed_wai
     const auto holder = spawn_holder(server);
     const std::uint64_t killed_fence = granted_fence(holder->link());
     const auto waiter = spawn_holder(server);
-    eventually([&] { return queue_length(server) == "1"; });
+    eventually([&] { return queue_length(server, name) == "1"; });
 
     clients local(server.port());
     redis::semaphore sem(local.first, name, 1, lease);
     auto served = sem.async_acquire_permit(1, asio::use_future);
-    eventually([&] { return queue_length(server) == "2"; });
+    eventually([&] { return queue_length(server, name) == "2"; });
     BOOST_TEST(!is_ready(served)); // behind a live holder and a live waiter
 
     holder->kill();
@@ -220,7 +217,7 @@ BOOST_FIXTURE_TEST_CASE(killed_connections_reconnect_without_granting_twice, ser
     // replay after the reconnection queues it once.
     auto served = waiting.async_acquire_permit(1, asio::use_future);
     server.command({"CLIENT", "KILL", "TYPE", "normal"});
-    eventually([&] { return queue_length(server) == "1"; });
+    eventually([&] { return queue_length(server, name) == "1"; });
     BOOST_TEST(check(server) == "ok\n2\n1\n1");
 
     // Killed while it waits, the subscriber links too: the grant below may be published while
@@ -254,7 +251,7 @@ BOOST_AUTO_TEST_CASE(an_acquire_behind_links_that_answer_nothing_is_served_once_
         redis::semaphore waiting(through_proxy, name, 1, lease);
         permit h = hold(holding, 1);
         auto served = waiting.async_acquire_permit(1, asio::use_future);
-        eventually([&] { return queue_length(server) == "1"; });
+        eventually([&] { return queue_length(server, name) == "1"; });
 
         proxy.freeze();
         h = permit(); // released: the waiter is granted, and its links hear nothing of it

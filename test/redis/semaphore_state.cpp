@@ -17,6 +17,7 @@
 #include "support/io_threads.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
+#include "support/semaphore_keys.hpp"
 #include "support/semaphore_timeline.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -39,6 +40,7 @@ namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::acquire_timed;
 using asio_sync::test::eventually;
+using asio_sync::test::queue_length;
 using asio_sync::test::milliseconds;
 using asio_sync::test::options_for;
 using asio_sync::test::redis_server;
@@ -78,11 +80,6 @@ struct fleet
     redis::connection late_link;
 };
 
-std::string queue_length(const redis_server& server)
-{
-    return server.command({"ZCARD", script(name).key(redis::detail::semaphore_key::queue)});
-}
-
 // Runs the scenario of the file: a holder of both permits of a semaphore of 2 and a waiter for
 // one, `lose_state` run on the server, then a latecomer for one. The holder must learn of its loss
 // with state_lost before the waiter or the latecomer is granted, and their fences must be above
@@ -101,7 +98,7 @@ void lose_state_while_held(LoseState lose_state)
     const auto lost = watch_loss(p);
     auto waiter_permit = std::make_shared<permit>();
     const auto waiter = acquire_timed(waiter_side, 1, waiter_permit);
-    eventually([&] { return queue_length(server) == "1"; });
+    eventually([&] { return queue_length(server, name) == "1"; });
 
     lose_state(server);
     auto late_permit = std::make_shared<permit>();
