@@ -327,7 +327,8 @@ BOOST_AUTO_TEST_CASE(a_holder_cut_off_with_the_primary_and_a_stale_sentinel_is_t
     auto first = std::make_shared<redis::semaphore::permit>();
     const auto first_grant = asio_sync::test::acquire_timed(stale_side, 1, first);
     auto first_error = first_grant->error.get_future();
-    BOOST_REQUIRE(!wait(first_error));
+    const boost::system::error_code first_ec = wait(first_error);
+    BOOST_REQUIRE_MESSAGE(!first_ec, "the first acquire failed: " << first_ec.message());
     const auto lost = asio_sync::test::watch_loss(*first);
 
     const auto cut_at = clock_type::now();
@@ -344,7 +345,8 @@ BOOST_AUTO_TEST_CASE(a_holder_cut_off_with_the_primary_and_a_stale_sentinel_is_t
     auto second_when = second_grant->when.get_future();
     auto second_error = second_grant->error.get_future();
     const clock_type::time_point second_at = wait(second_when);
-    BOOST_REQUIRE(!wait(second_error));
+    const boost::system::error_code second_ec = wait(second_error);
+    BOOST_REQUIRE_MESSAGE(!second_ec, "the second acquire failed: " << second_ec.message());
 
     auto lost_when = lost->when.get_future();
     auto lost_error = lost->error.get_future();
@@ -365,7 +367,9 @@ BOOST_AUTO_TEST_CASE(a_holder_cut_off_with_the_primary_and_a_stale_sentinel_is_t
     auto again = stale_side.async_acquire_permit_for(
         1, 500ms,
         asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
-    BOOST_TEST((wait(again) == asio_sync::error::timed_out));
+    const boost::system::error_code ended = wait(again);
+    BOOST_TEST((ended == asio_sync::error::timed_out),
+               "the acquire on the cut-off side ended with: " << ended.message());
 
     auto released = second->async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
     BOOST_TEST(!wait(released));
