@@ -111,8 +111,8 @@ enum class error
     /// `min-replicas-to-write` acknowledged its stream within `min-replicas-max-lag` seconds. It
     /// may be cut off from them, and from the sentinels, which may have promoted another server.
     /// Nothing was written: a permit whose release fails with it keeps its lease until the lease
-    /// lapses. Acquires and renewals meet it too, and are sent again (see "Failover" in
-    /// docs/cluster.md).
+    /// lapses. Acquires, resizes and renewals meet it too, and are sent again (see "A partitioned
+    /// primary" in docs/cluster.md).
     no_replicas,
 
     /// With Sentinel and without `semaphore_options::durable_replicas`, the primary does not
@@ -120,8 +120,9 @@ enum class error
     /// `min-replicas-max-lag` is 0. A primary in a minority partition would then go on renewing
     /// the leases of the processes on its side after the sentinels promoted another server, for
     /// as long as the partition lasts, so the semaphore refuses to acquire there; set both on
-    /// every server of the set (see "Failover" in docs/cluster.md for the values). Checked on
-    /// each connect, where the server lets the connection read its configuration.
+    /// every server of the set (see "A partitioned primary" in docs/cluster.md for the values and
+    /// the overlap they bound). Checked on each connect, where the server lets the connection read
+    /// its configuration.
     replica_policy,
 };
 
