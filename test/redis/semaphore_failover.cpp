@@ -303,7 +303,7 @@ BOOST_AUTO_TEST_CASE(a_resize_lost_in_a_failover_gives_the_older_capacity_back)
 // the stale sentinel keeps naming the old primary, which still answers as a primary. The old
 // primary refuses the first holder's renewals once no replica has acknowledged it for
 // min-replicas-max-lag (NOREPLICAS), so the first holder is told of its loss by its own deadline:
-// the two holders overlap by at most the bound of docs/cluster.md ("Failover"), measured here on
+// the two holders overlap by at most the bound of docs/cluster.md ("A partitioned primary"), measured on
 // one steady clock. Before the fix the first holder's renewals were accepted for the whole
 // partition, and it was never told. An acquire on the cut-off side meanwhile waits (NOREPLICAS is
 // sent again) and times out; it failed with server_error before.
