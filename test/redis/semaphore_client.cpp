@@ -60,6 +60,8 @@ std::string name_of(error_code ec)
         {redis::error::server_error, "server_error"},
         {redis::error::no_permission, "no_permission"},
         {redis::error::eviction_policy, "eviction_policy"},
+        {redis::error::replica_policy, "replica_policy"},
+        {redis::error::no_replicas, "no_replicas"},
         {redis::error::lease_lost, "lease_lost"},
         {redis::error::state_lost, "state_lost"},
         {redis::error::capacity_mismatch, "capacity_mismatch"},
@@ -165,6 +167,14 @@ semaphore_reply conflict(std::size_t capacity, std::uint64_t stamp)
     semaphore_reply r = make(outcome::conflict);
     r.capacity = capacity;
     r.stamp = stamp;
+    return r;
+}
+
+// NOREPLICAS, as decoded.
+semaphore_reply no_replicas()
+{
+    semaphore_reply r = make(outcome::no_replicas);
+    r.error = redis::error::no_replicas;
     return r;
 }
 
@@ -343,6 +353,15 @@ const scenario scenarios[] = {
          f.acquire(4, 1, {"check"});
          f.checked(server_check::passed, {"acquire #4 p:3 n=1 wait"});
      }},
+    {"a server that would write without its replicas fails the acquires until a reconnect passes",
+     [](client_fixture& f) {
+         f.acquire(1, 1, {"check"});
+         f.checked(server_check::unguarded, {"fail #1 replica_policy"});
+         f.acquire(2, 1, {"fail #2 replica_policy"});
+         f.client.on_connected();
+         f.acquire(3, 1, {"check"});
+         f.checked(server_check::passed, {"acquire #3 p:2 n=1 wait"});
+     }},
     {"a check whose reply was lost is sent again",
      [](client_fixture& f) {
          f.acquire(1, 1, {"check"});
@@ -456,6 +475,15 @@ const scenario scenarios[] = {
          f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); }, {"acquire #1 p:1 n=1 wait"});
          f.answer(1, queued(1, lease), {"watch"});
          f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); }, {}); // not retrying now
+     }},
+    {"NOREPLICAS: refused before it ran, sent again under the same id after a longer pause",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.answer(1, make(outcome::no_replicas), {"retry #1 100ms"});
+         f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); }, {"acquire #1 p:1 n=1 wait"});
+         f.answer(1, make(outcome::no_replicas), {"retry #1 100ms"});
+         f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); }, {"acquire #1 p:1 n=1 wait"});
+         f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
      }},
     {"a missing library is loaded again once, then the acquire sent again",
      [](client_fixture& f) {
@@ -733,6 +761,25 @@ const scenario scenarios[] = {
          BOOST_TEST((f.client.next_wakeup() == f.start + lease)); // the heartbeat alone
          f.after(lease);
          f.tick({}); // a lost holder is not renewed
+     }},
+    {"a renewal refused with NOREPLICAS is not a renewal: the lease deadline decides",
+     [](client_fixture& f) {
+         // The primary is cut off from its replicas (and perhaps replaced): it refuses every
+         // renewal, and the permit is declared lost one lease after the last renewal it accepted.
+         f.held(1, 7);
+         f.after(lease / 3);
+         f.tick({"renew #0 p:1 fence=7"});
+         const auto renewed_at = f.now;
+         f.renewed("p:1", granted(7, 1, lease), {});
+         f.after(lease / 3);
+         f.tick({"renew #0 p:1 fence=7"});
+         f.renewed("p:1", make(outcome::no_replicas), {});
+         BOOST_TEST((f.deadline_of("p:1") == renewed_at + lease - margin));
+         f.after(lease / 3);
+         f.tick({"renew #0 p:1 fence=7"});
+         f.renewed("p:1", make(outcome::no_replicas), {});
+         f.now = renewed_at + lease - margin;
+         f.tick({"lose p:1 lease_lost"});
      }},
     {"Redis says the lease is lost, or the state with it",
      [](client_fixture& f) {
@@ -1076,6 +1123,8 @@ BOOST_AUTO_TEST_CASE(a_release_reply_decides_each_outcome)
         {"a replay finds its state gone", make(outcome::state_lost), true, release_step::type::done, {}},
         {"an error", failed(redis::error::read_only), false, release_step::type::done,
          redis::error::read_only},
+        {"refused with NOREPLICAS: its lease lapses", no_replicas(), false, release_step::type::done,
+         redis::error::no_replicas},
         {"another kind of reply", make(outcome::queued), false, release_step::type::done,
          redis::error::server_error},
         {"the reply was lost", make(outcome::connection_lost), false, release_step::type::send, {}},

@@ -14,13 +14,15 @@
 // believe they hold a permit (a holder counts from its grant until it releases or is told of a
 // loss), on one CLOCK_MONOTONIC timeline. A resize racing the failover is in force on the new
 // primary once acknowledged, and a shrink there settles. Without replicas, a durable acquire or
-// resize is never acknowledged.
+// resize is never acknowledged. Without durable grants, a holder cut off with the old primary and a
+// stale sentinel overlaps the next holder by no more than the bound docs/cluster.md states.
 
 #include <asio_sync/redis/semaphore.hpp>
 
 #include "support/io_threads.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_sentinel.hpp"
+#include "support/redis_sentinel_partition.hpp"
 #include "support/redis_server.hpp"
 #include "support/semaphore_fleet.hpp"
 #include "support/semaphore_timeline.hpp"
@@ -94,7 +96,8 @@ constexpr std::size_t shrunk = 2;
 std::size_t run_failover(fault how, unsigned durable_replicas, bool replicas_behind = false,
                          bool resize = false)
 {
-    redis_sentinel_set set;
+    // Without durable grants the primary must refuse writes without its replicas (replica_policy).
+    redis_sentinel_set set(2, 3, durable_replicas == 0 ? 1 : 0);
     asio::io_context io;
     auto work = asio::make_work_guard(io);
     asio_sync::test::io_threads threads(io, 1);
@@ -237,7 +240,7 @@ BOOST_AUTO_TEST_CASE(replicas_behind_a_killed_primary_without_durable_grants)
 // with capacity_mismatch).
 BOOST_AUTO_TEST_CASE(a_resize_lost_in_a_failover_gives_the_older_capacity_back)
 {
-    redis_sentinel_set set;
+    redis_sentinel_set set(2, 3, 1);
     asio::io_context io;
     auto work = asio::make_work_guard(io);
     asio_sync::test::io_threads threads(io, 1);
@@ -257,6 +260,10 @@ BOOST_AUTO_TEST_CASE(a_resize_lost_in_a_failover_gives_the_older_capacity_back)
     const std::uint16_t old_port = set.primary_port();
     asio_sync::test::redis_server& primary = set.server(set.index_of(old_port));
     const std::vector<asio_sync::test::redis_server*> replicas = set.others_than(primary);
+    // The primary is made to write alone after both connections checked it (an operator's change
+    // at run time): the loss this case is about needs a write its replicas never get, which
+    // min-replicas-* otherwise refuses beyond its lag.
+    primary.command({"CONFIG", "SET", "min-replicas-to-write", "0"});
     for (auto* r : replicas)
         r->pause();
     primary.command({"CLIENT", "KILL", "TYPE", "replica"});
@@ -285,6 +292,89 @@ BOOST_AUTO_TEST_CASE(a_resize_lost_in_a_failover_gives_the_older_capacity_back)
     BOOST_TEST(b.capacity() == 4u);
     a_conn.close();
     b_conn.close();
+    work.reset();
+}
+
+// ---- a partitioned primary and a stale sentinel, without durable grants
+
+// The primary, the first holder's process and the one sentinel it asks are cut off from the
+// replicas and the two other sentinels (tcp proxies on every link, redis_sentinel_partition.hpp).
+// The two promote a replica, and a second process, which asks them, is granted the only permit;
+// the stale sentinel keeps naming the old primary, which still answers as a primary. The old
+// primary refuses the first holder's renewals once no replica has acknowledged it for
+// min-replicas-max-lag (NOREPLICAS), so the first holder is told of its loss by its own deadline:
+// the two holders overlap by at most the bound of docs/cluster.md ("A partitioned primary"), measured on
+// one steady clock. Before the fix the first holder's renewals were accepted for the whole
+// partition, and it was never told. An acquire on the cut-off side meanwhile waits (NOREPLICAS is
+// sent again) and times out; it failed with server_error before.
+BOOST_AUTO_TEST_CASE(a_holder_cut_off_with_the_primary_and_a_stale_sentinel_is_told_within_the_bound)
+{
+    constexpr std::chrono::milliseconds down_after = 500ms;
+    constexpr unsigned max_lag = 1; // min-replicas-max-lag, in seconds
+    constexpr std::chrono::milliseconds lease = 3000ms;
+    const std::chrono::milliseconds margin = redis::semaphore_options::default_safety_margin(lease);
+    // docs/cluster.md: lease - safety margin + min-replicas-max-lag + 2 s - down-after-milliseconds.
+    const std::chrono::milliseconds bound = lease - margin + std::chrono::seconds(max_lag) + 2s - down_after;
+    redis::semaphore_options options;
+    options.lease_duration = lease;
+
+    asio_sync::test::redis_sentinel_partition set(down_after, max_lag);
+    asio::io_context io;
+    auto work = asio::make_work_guard(io);
+    asio_sync::test::io_threads threads(io, 1);
+    redis::connection stale_conn(io, set.stale_options());
+    redis::semaphore stale_side(stale_conn, "jobs", 1, options);
+    auto first = std::make_shared<redis::semaphore::permit>();
+    const auto first_grant = asio_sync::test::acquire_timed(stale_side, 1, first);
+    auto first_error = first_grant->error.get_future();
+    const boost::system::error_code first_ec = wait(first_error);
+    BOOST_REQUIRE_MESSAGE(!first_ec, "the first acquire failed: " << first_ec.message());
+    const auto lost = asio_sync::test::watch_loss(*first);
+
+    const auto cut_at = clock_type::now();
+    set.partition();
+    set.wait_for_failover();
+    BOOST_TEST_MESSAGE(
+        "the two sentinels promoted a replica "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - cut_at).count()
+        << " ms after the partition");
+    redis::connection majority_conn(io, set.majority_options());
+    redis::semaphore majority_side(majority_conn, "jobs", 1, options);
+    auto second = std::make_shared<redis::semaphore::permit>();
+    const auto second_grant = asio_sync::test::acquire_timed(majority_side, 1, second);
+    auto second_when = second_grant->when.get_future();
+    auto second_error = second_grant->error.get_future();
+    const clock_type::time_point second_at = wait(second_when);
+    const boost::system::error_code second_ec = wait(second_error);
+    BOOST_REQUIRE_MESSAGE(!second_ec, "the second acquire failed: " << second_ec.message());
+
+    auto lost_when = lost->when.get_future();
+    auto lost_error = lost->error.get_future();
+    BOOST_REQUIRE_MESSAGE(lost_when.wait_until(second_at + bound + lease) == std::future_status::ready,
+                          "the holder cut off with the old primary was not told of its loss "
+                              << (bound + lease).count() << " ms after the second grant");
+    const clock_type::time_point lost_at = lost_when.get();
+    BOOST_TEST(wait(lost_error) == boost::system::error_code(redis::error::lease_lost));
+    const auto ms = [&](clock_type::duration d) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    };
+    BOOST_TEST_MESSAGE("second grant " << ms(second_at - cut_at) << " ms, first holder told "
+                                       << ms(lost_at - cut_at) << " ms after the partition: overlap "
+                                       << ms(lost_at - second_at) << " ms, bound " << bound.count() << " ms");
+    BOOST_TEST(ms(lost_at - second_at) <= bound.count());
+
+    // Still cut off: an acquire there is refused (NOREPLICAS), sent again, and times out.
+    auto again = stale_side.async_acquire_permit_for(
+        1, 500ms,
+        asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
+    const boost::system::error_code ended = wait(again);
+    BOOST_TEST((ended == asio_sync::error::timed_out),
+               "the acquire on the cut-off side ended with: " << ended.message());
+
+    auto released = second->async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    BOOST_TEST(!wait(released));
+    stale_conn.close();
+    majority_conn.close();
     work.reset();
 }
 

@@ -30,7 +30,8 @@ namespace redis = asio_sync::redis;
 using redis::reply;
 using redis::reply_kind;
 using redis::detail::decode_semaphore_reply;
-using redis::detail::may_evict;
+using redis::detail::judge_server;
+using redis::detail::server_check;
 
 using outcome = redis::detail::semaphore_reply::outcome;
 constexpr auto text = asio_sync::test::text_reply;
@@ -113,7 +114,8 @@ BOOST_AUTO_TEST_CASE(tells_apart_the_errors_the_client_acts_on)
     const std::pair<const char*, outcome> special[] = {
         {"LOADING Redis is loading the dataset in memory", outcome::retry},
         {"BUSY Redis is busy running a script", outcome::retry},
-        {"ERR Function not found", outcome::library_missing}};
+        {"ERR Function not found", outcome::library_missing},
+        {"NOREPLICAS Not enough good replicas to write.", outcome::no_replicas}};
     for (const auto& [message, expected] : special)
         BOOST_TEST(
             (decode_semaphore_reply(redis::error::server_error, error_reply(message)).what == expected),
@@ -137,6 +139,10 @@ BOOST_AUTO_TEST_CASE(tells_apart_the_errors_the_client_acts_on)
         BOOST_TEST((r.what == outcome::failed), message);
         BOOST_TEST(r.error == expected, message);
     }
+
+    BOOST_TEST(
+        decode_semaphore_reply(redis::error::server_error, error_reply("NOREPLICAS Not enough")).error ==
+        error_code(redis::error::no_replicas));
 
     // A refused capacity tells the one in force and its stamp; a text without them, zeros.
     const std::pair<const char*, std::pair<std::size_t, std::uint64_t>> in_force[] = {
@@ -186,23 +192,56 @@ BOOST_AUTO_TEST_CASE(a_malformed_reply_is_a_server_error)
     }
 }
 
-BOOST_AUTO_TEST_CASE(the_server_may_evict_with_a_maxmemory_and_an_evicting_policy)
+// The verdict on CONFIG GET maxmemory* min-replicas-*: the values a server tells, and whether it
+// must refuse writes without its replicas (Sentinel without durable grants).
+BOOST_AUTO_TEST_CASE(the_check_of_the_servers_configuration)
 {
-    const auto config = [](std::string maxmemory, std::string policy) {
+    const auto config = [](std::string maxmemory, std::string policy, std::string to_write, std::string lag) {
         reply r;
         r.kind = reply_kind::array;
         for (std::string s : {std::string("maxmemory"), std::move(maxmemory), std::string("maxmemory-policy"),
-                              std::move(policy), std::string("maxmemory-samples"), std::string("5")})
+                              std::move(policy), std::string("maxmemory-samples"), std::string("5"),
+                              std::string("min-replicas-to-write"), std::move(to_write),
+                              std::string("min-replicas-max-lag"), std::move(lag)})
             r.elements.push_back(text(reply_kind::string, std::move(s)));
         return r;
     };
-    BOOST_TEST(may_evict(config("1000000", "allkeys-lru")));
-    BOOST_TEST(may_evict(config("1000000", "volatile-ttl")));
-    BOOST_TEST(!may_evict(config("1000000", "noeviction")));
-    BOOST_TEST(!may_evict(config("0", "allkeys-lru")));
-    BOOST_TEST(
-        !may_evict(error_reply("NOPERM this user has no permissions to run the 'config|get' command")));
-    BOOST_TEST(!may_evict(reply()));
+    const reply refused = error_reply("NOPERM this user has no permissions to run the 'config|get' command");
+    struct row
+    {
+        const char* name;
+        error_code ec;
+        reply r;
+        bool replicas_required;
+        server_check expected;
+    };
+    const row rows[] = {
+        {"evicts (lru)", {}, config("1000000", "allkeys-lru", "1", "1"), false, server_check::evicts},
+        {"evicts (ttl)", {}, config("1000000", "volatile-ttl", "1", "1"), true, server_check::evicts},
+        {"noeviction", {}, config("1000000", "noeviction", "0", "10"), false, server_check::passed},
+        {"no maxmemory", {}, config("0", "allkeys-lru", "0", "10"), false, server_check::passed},
+        {"guarded", {}, config("0", "noeviction", "1", "1"), true, server_check::passed},
+        {"guarded, two replicas", {}, config("0", "noeviction", "2", "3"), true, server_check::passed},
+        {"the default: writes alone",
+         {},
+         config("0", "noeviction", "0", "10"),
+         true,
+         server_check::unguarded},
+        {"no lag allowed is no guard",
+         {},
+         config("0", "noeviction", "1", "0"),
+         true,
+         server_check::unguarded},
+        {"evicting and unguarded", {}, config("1", "allkeys-lru", "0", "10"), true, server_check::evicts},
+        {"not told", {}, refused, true, server_check::passed},
+        {"no reply", {}, reply(), true, server_check::passed},
+        {"the link dropped", redis::error::connection_lost, reply(), true, server_check::unanswered},
+    };
+    for (const row& r : rows)
+        BOOST_TEST_CONTEXT(r.name)
+        {
+            BOOST_TEST((judge_server(r.ec, r.r, r.replicas_required) == r.expected));
+        }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

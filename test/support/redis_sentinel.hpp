@@ -9,6 +9,9 @@
 // A Redis Sentinel set-up of real processes on loopback: a primary, replicas of it, and sentinels
 // that watch it under one name and promote a replica when it fails (quorum 2, a primary is down
 // after 500 ms without an answer). Started and stopped by the test; a failed start throws.
+// `min_replicas_max_lag` above 0 makes every server refuse writes (NOREPLICAS) once no replica has
+// acknowledged it for that many seconds (min-replicas-to-write 1): what a fleet semaphore without
+// durable grants requires under Sentinel.
 
 #include "redis_server.hpp"
 
@@ -32,12 +35,17 @@ public:
 
     // `replicas` replicas of the primary, and `sentinels` sentinels (at least 3 for a quorum of 2
     // that survives one of them).
-    explicit redis_sentinel_set(std::size_t replicas = 2, std::size_t sentinels = 3)
+    explicit redis_sentinel_set(std::size_t replicas = 2, std::size_t sentinels = 3,
+                                unsigned min_replicas_max_lag = 0)
     {
         // Any of them may be the primary that feeds a replica: a full sync starts at once (Redis 7
         // waits 5 s by default for more replicas to share a diskless one).
         redis_server::options first;
         first.extra_args = {"--repl-diskless-sync-delay", "0"};
+        if (min_replicas_max_lag != 0)
+            first.extra_args.insert(first.extra_args.end(),
+                                    {"--min-replicas-to-write", "1", "--min-replicas-max-lag",
+                                     std::to_string(min_replicas_max_lag)});
         servers_.push_back(std::make_unique<redis_server>(first));
         const std::string primary_port = std::to_string(servers_[0]->port());
         for (std::size_t i = 0; i < replicas; ++i)

@@ -10,7 +10,8 @@
 // a thread of its own, for fault tests. Each connection it accepts is relayed to the server or
 // misbehaves, in the mode its rank was given at construction. The relayed connections can also be
 // held (what the clients send waits in the proxy), made to lose the server's replies, frozen (open
-// but forwarding nothing, as a stuck proxy or a half-open connection), and cut.
+// but forwarding nothing, as a stuck proxy or a half-open connection), and cut; and the clients of
+// one source address isolated, as by a network partition.
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/connect.hpp>
@@ -20,12 +21,14 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -120,6 +123,21 @@ public:
         });
     }
 
+    // From now on the connections from `source` (a loopback address the client bound, such as a
+    // server's bind-source-addr) forward nothing, either way, and stay open; later ones from it are
+    // accepted and never answered: a network partition, which sends no reset. Other clients are
+    // relayed as before.
+    void isolate(const std::string& source)
+    {
+        const auto address = boost::asio::ip::make_address_v4(source);
+        on_proxy_thread([this, address] {
+            isolated_.push_back(address);
+            for (const auto& weak : pipes_)
+                if (const auto p = weak.lock(); p && p->client == address)
+                    p->frozen = true;
+        });
+    }
+
 private:
     using tcp = boost::asio::ip::tcp;
 
@@ -187,6 +205,7 @@ private:
 
         tcp_proxy& owner;
         const direction way;
+        boost::asio::ip::address_v4 client; // the client's address
         std::shared_ptr<tcp::socket> from;
         std::shared_ptr<tcp::socket> to;
         std::array<char, 16 * 1024> data{};
@@ -200,8 +219,13 @@ private:
             if (ec)
                 return;
             const std::size_t rank = accepted_++;
-            serve(std::make_shared<tcp::socket>(std::move(socket)),
-                  rank < first_.size() ? first_[rank] : others_);
+            boost::system::error_code unknown;
+            const tcp::endpoint peer = socket.remote_endpoint(unknown);
+            const bool cut_off = !unknown && std::find(isolated_.begin(), isolated_.end(),
+                                                       peer.address().to_v4()) != isolated_.end();
+            serve(std::make_shared<tcp::socket>(std::move(socket)), cut_off                ? mode::silent
+                                                                    : rank < first_.size() ? first_[rank]
+                                                                                           : others_);
             accept();
         });
     }
@@ -218,10 +242,13 @@ private:
                     return;
                 relayed_.push_back(client);
                 relayed_.push_back(server);
+                boost::system::error_code unknown;
+                const auto address = client->remote_endpoint(unknown).address().to_v4();
                 for (const auto& p :
                      {std::make_shared<pipe>(*this, pipe::direction::to_server, client, server),
                       std::make_shared<pipe>(*this, pipe::direction::to_client, server, client)})
                 {
+                    p->client = address;
                     pipes_.push_back(p);
                     p->run();
                 }
@@ -268,6 +295,7 @@ private:
     std::vector<std::shared_ptr<pipe>> held_;
     std::vector<std::weak_ptr<tcp::socket>> relayed_;
     std::vector<std::weak_ptr<pipe>> pipes_;
+    std::vector<boost::asio::ip::address_v4> isolated_; // sources cut off by isolate()
     std::thread thread_;
 };
 

@@ -106,6 +106,24 @@ enum class error
     /// `connection_options::master_name` (a misspelt name, or sentinels not yet configured). The
     /// commands queued meanwhile fail with it; the connection keeps asking.
     unknown_master,
+
+    /// The primary refused a write (`NOREPLICAS`): fewer replicas than its
+    /// `min-replicas-to-write` acknowledged its stream within `min-replicas-max-lag` seconds. It
+    /// may be cut off from them, and from the sentinels, which may have promoted another server.
+    /// Nothing was written: a permit whose release fails with it keeps its lease until the lease
+    /// lapses. Acquires, resizes and renewals meet it too, and are sent again (see "A partitioned
+    /// primary" in docs/cluster.md).
+    no_replicas,
+
+    /// With Sentinel and without `semaphore_options::durable_replicas`, the primary does not
+    /// refuse writes when it is cut off from its replicas: its `min-replicas-to-write` or its
+    /// `min-replicas-max-lag` is 0. A primary in a minority partition would then go on renewing
+    /// the leases of the processes on its side after the sentinels promoted another server, for
+    /// as long as the partition lasts, so the semaphore refuses to acquire there; set both on
+    /// every server of the set (see "A partitioned primary" in docs/cluster.md for the values and
+    /// the overlap they bound). Checked on each connect, where the server lets the connection read
+    /// its configuration.
+    replica_policy,
 };
 
 namespace detail {
@@ -156,6 +174,11 @@ public:
             return "a newer fence has written the resource; the write was refused";
         case error::unknown_master:
             return "no sentinel knows the primary by that name";
+        case error::no_replicas:
+            return "the primary refused the write: not enough replicas acknowledged it in time";
+        case error::replica_policy:
+            return "the primary does not refuse writes without its replicas (min-replicas-to-write "
+                   "or min-replicas-max-lag is 0)";
         }
         return "unknown asio_sync.redis error";
     }

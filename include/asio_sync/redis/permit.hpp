@@ -146,8 +146,8 @@ public:
     ///   first one ran), or the permit was empty.
     /// - `error::lease_lost`: the lease had lapsed before the release; nothing is sent.
     /// - `error::state_lost`: Redis had lost the semaphore's state; nothing is sent.
-    /// - Redis errors (`error::server_error`, `error::no_permission`, ...): Redis refused the call;
-    ///   the lease lapses on its own.
+    /// - Redis errors (`error::server_error`, `error::no_permission`, `error::no_replicas`, ...):
+    ///   Redis refused the call; the lease lapses on its own.
     /// .
     /// A release whose reply was lost with the connection is sent again until Redis answers.
     ///

@@ -85,7 +85,11 @@ enum class set_capacity_mode
 /// holders of the lost state hear `error::state_lost`, and nothing is granted again before every
 /// lease of the lost state could have lapsed. A server that may evict the semaphore's keys
 /// (`maxmemory` with a policy other than `noeviction`) is refused: acquires fail with
-/// `error::eviction_policy`.
+/// `error::eviction_policy`. Under Sentinel without durable grants, so is a primary that would
+/// write without its replicas (`min-replicas-to-write` or `min-replicas-max-lag` 0), with
+/// `error::replica_policy`: a primary cut off by a partition must refuse the renewals of the
+/// holders on its side (see "A partitioned primary" in docs/cluster.md). A call refused with
+/// `NOREPLICAS` did not run: an acquire, a resize or a renewal is sent again.
 ///
 /// **Completion.** A handler is never invoked from inside an initiating function, `cancel`,
 /// `close` or the destructor. It runs through its associated executor (by default the
@@ -236,6 +240,8 @@ public:
     /// - `boost::asio::error::operation_aborted`: cancelled (any type, or by `cancel()`), or the
     ///   semaphore was destroyed while the acquire waited.
     /// - `error::eviction_policy`: the server may evict the semaphore's keys.
+    /// - `error::replica_policy`: under Sentinel without durable grants, the primary does not refuse
+    ///   writes without its replicas (`min-replicas-to-write` or `min-replicas-max-lag` is 0).
     /// - `error::capacity_mismatch`: Redis holds another capacity than this object's, which this
     ///   object may not take (see the constructor and `semaphore_options::adopt_capacity`); nothing
     ///   was changed.

@@ -153,6 +153,9 @@ public:
         return options_.health_check_interval;
     }
 
+    // Whether the sentinels name the primary.
+    bool uses_sentinels() const noexcept { return !options_.sentinels.empty(); }
+
     // Closes both links for good; every command still held completes with operation_aborted.
     void close()
     {

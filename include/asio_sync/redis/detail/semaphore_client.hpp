@@ -73,22 +73,16 @@
 
 namespace asio_sync::redis::detail {
 
-// The answer to the check of the server's eviction policy.
-enum class server_check
-{
-    passed,     // it evicts nothing, or does not let the client read its configuration
-    evicts,     // a maxmemory and a policy other than noeviction
-    unanswered, // the link dropped before the reply
-};
-
 struct client_options
 {
     std::size_t capacity = 0; // declared at construction
     std::chrono::milliseconds lease{0};
     std::chrono::milliseconds safety_margin{0};
-    std::string id_prefix;       // unique across the fleet
-    bool adopt_capacity = false; // take the capacity in force, whatever it is
-    bool durable = false;        // grants are confirmed by the replicas: a published grant is only a hint
+    std::string id_prefix;          // unique across the fleet
+    bool adopt_capacity = false;    // take the capacity in force, whatever it is
+    bool durable = false;           // grants are confirmed by the replicas: a published grant is only a hint
+    bool replicas_required = false; // the server must refuse writes without its replicas (Sentinel,
+                                    // not durable): checked with its configuration
 };
 
 // One thing for the engine to do.
@@ -100,7 +94,7 @@ struct client_action
         send_renew,   // renew(id, fence) for the waiter `serial`, or for a holder (serial 0)
         send_release, // release(id, fence) of a waiter given up; nobody waits for the reply
         send_watch,   // watch(): when the queue may be served
-        send_check,   // CONFIG GET maxmemory*: may the server evict the semaphore's keys?
+        send_check,   // CONFIG GET maxmemory* min-replicas-*: may it evict, or write without replicas?
         send_resize,  // resize(id, capacity, base) for the resize `serial`
         send_usage,   // usage(): the capacity in force, its stamp and calm, the permits held
         load_library, // FUNCTION LOAD; for the waiter `serial` (on_library_loaded), or for nobody
@@ -243,6 +237,10 @@ public:
 
     // LOADING or BUSY: the pause before an acquire is sent again.
     static constexpr std::chrono::milliseconds retry_delay{20};
+    // NOREPLICAS: the pause before an acquire or a resize is sent again. The primary refuses writes
+    // until a replica acknowledges it again (after a failover, once a replica syncs with it; never,
+    // if it is cut off from them and the sentinels promoted another).
+    static constexpr std::chrono::milliseconds no_replicas_delay{100};
 
     explicit semaphore_client(client_options options)
         : options_(std::move(options)), capacity_(options_.capacity)
@@ -263,7 +261,7 @@ public:
         if (closed_)
             return fail(serial, asio_sync::error::closed, out);
         if (check_ == check_state::refused)
-            return fail(serial, redis::error::eviction_policy, out);
+            return fail(serial, refused_why_, out);
         // A capacity of 0, never replaced, admits nothing; Redis would refuse to declare it. Any
         // other is checked by Redis, against the capacity in force.
         if (capacity_ == 0)
@@ -326,6 +324,9 @@ public:
         case outcome::retry:
             w->at = phase::retrying;
             return out.push_back(client_action::retry_later(serial, retry_delay));
+        case outcome::no_replicas: // refused before it ran: the same id again, later
+            w->at = phase::retrying;
+            return out.push_back(client_action::retry_later(serial, no_replicas_delay));
         case outcome::library_missing:
             if (w->reloaded)
                 return fail(serial, redis::error::server_error, out);
@@ -389,8 +390,7 @@ public:
                            client_actions& out)
     {
         const bool loaded = r.what == outcome::loaded || r.what == outcome::connection_lost;
-        const boost::system::error_code why =
-            r.what == outcome::failed ? r.error : redis::error::server_error;
+        const boost::system::error_code why = r.error ? r.error : redis::error::server_error;
         if (const auto it = waiters_.find(serial); it != waiters_.end() && it->second.at == phase::reloading)
             return loaded ? send_acquire(serial, it->second, now, out) : fail(serial, why, out);
         if (const auto it = resizes_.find(serial); it != resizes_.end() && it->second.at == phase::reloading)
@@ -467,8 +467,8 @@ public:
             watch_at_ = now + r.left + std::chrono::milliseconds(1);
     }
 
-    // The answer to the check of the eviction policy: the acquires waiting for it are sent, or
-    // fail with eviction_policy. A check whose reply was lost is sent again.
+    // The answer to the check of the server's configuration: the acquires waiting for it are sent,
+    // or fail with eviction_policy or replica_policy. A check whose reply was lost is sent again.
     void on_check_reply(server_check result, clock::time_point now, client_actions& out)
     {
         if (result == server_check::unanswered)
@@ -476,14 +476,16 @@ public:
             check_ = check_state::checking;
             return out.push_back(client_action::send_check());
         }
-        check_ = result == server_check::evicts ? check_state::refused : check_state::passed;
+        check_ = result == server_check::passed ? check_state::passed : check_state::refused;
+        refused_why_ =
+            result == server_check::evicts ? redis::error::eviction_policy : redis::error::replica_policy;
         for (auto it = waiters_.begin(); it != waiters_.end();)
         {
             const auto current = it++; // fail erases it
             if (current->second.at != phase::checking)
                 continue;
             if (check_ == check_state::refused)
-                fail(current->first, redis::error::eviction_policy, out);
+                fail(current->first, refused_why_, out);
             else
                 send_acquire(current->first, current->second, now, out);
         }
@@ -530,6 +532,9 @@ public:
         case outcome::retry:
             request.at = phase::retrying;
             return out.push_back(client_action::retry_later(serial, retry_delay));
+        case outcome::no_replicas: // refused before it ran
+            request.at = phase::retrying;
+            return out.push_back(client_action::retry_later(serial, no_replicas_delay));
         case outcome::library_missing:
             if (request.reloaded)
                 return finish_resize(serial, redis::error::server_error, out);
@@ -610,6 +615,9 @@ public:
             return lose(it, redis::error::state_lost, out);
         case outcome::library_missing:
             return out.push_back(client_action::load_library(0)); // for the next renewal
+        case outcome::no_replicas:
+            // Refused: not a renewal. The primary may be cut off from its replicas, and another
+            // promoted; the next heartbeat tries again, and the lease deadline decides.
         default:
             return; // its lease deadline decides
         }
@@ -655,6 +663,7 @@ public:
             return {release_step::type::done,
                     call.replayed ? boost::system::error_code() : redis::error::state_lost};
         case outcome::failed:
+        case outcome::no_replicas: // not released: its lease lapses on the server
             return {release_step::type::done, r.error};
         default:
             return {release_step::type::done, redis::error::server_error};
@@ -737,7 +746,7 @@ private:
         unchecked,
         checking,
         passed,  // or the server would not tell
-        refused, // the server may evict: every acquire fails
+        refused, // the server may evict, or write without replicas: every acquire fails
     };
 
     struct waiter
@@ -1038,6 +1047,7 @@ private:
     bool watching_ = false;
     bool closed_ = false;
     check_state check_ = check_state::unchecked;
+    boost::system::error_code refused_why_; // of check_state::refused
 };
 
 } // namespace asio_sync::redis::detail

@@ -70,7 +70,8 @@ public:
           executor_(connection.get_executor()), script_(name), durable_replicas_(durable_replicas),
           wait_timeout_(wait_timeout(lease, access::shared_impl(connection)->health_check_interval())),
           client_(client_options{capacity, lease, safety_margin, random_prefix(), adopt_capacity,
-                                 durable_replicas != 0}),
+                                 durable_replicas != 0,
+                                 durable_replicas == 0 && access::shared_impl(connection)->uses_sentinels()}),
           capacity_(capacity), timer_(executor_)
     {
     }
@@ -631,13 +632,14 @@ private:
 
     void send_check()
     {
-        execute({"CONFIG", "GET", "maxmemory*"}, [self = this->shared_from_this()](
-                                                     boost::system::error_code ec, const reply& r) {
-            const server_check result = ec == redis::error::connection_lost ? server_check::unanswered
-                                        : may_evict(r)                      ? server_check::evicts
-                                                                            : server_check::passed;
-            self->run([&](client_actions& out) { self->client_.on_check_reply(result, clock::now(), out); });
-        });
+        execute({"CONFIG", "GET", "maxmemory*", "min-replicas-*"},
+                [self = this->shared_from_this()](boost::system::error_code ec, const reply& r) {
+                    const server_check result =
+                        judge_server(ec, r, self->client_.options().replicas_required);
+                    self->run([&](client_actions& out) {
+                        self->client_.on_check_reply(result, clock::now(), out);
+                    });
+                });
     }
 
     // FUNCTION LOAD; the acquire `serial`, if any, hears how it went.

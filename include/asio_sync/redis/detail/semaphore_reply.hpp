@@ -47,6 +47,7 @@ struct semaphore_reply
                          // failures
         connection_lost, // sent, and the link dropped before the reply: it may have run
         retry,           // LOADING or BUSY: the same call later will get through
+        no_replicas,     // NOREPLICAS: the primary refused a write, too few replicas acknowledge it
         library_missing, // the library is not loaded (a FUNCTION FLUSH, a restart without it)
         failed,          // error; capacity_mismatch carries the capacity and stamp in force
     };
@@ -105,6 +106,11 @@ inline semaphore_reply from_error(const reply& r)
     semaphore_reply decoded;
     if (starts_with(text, "LOADING") || starts_with(text, "BUSY"))
         decoded.what = semaphore_reply::outcome::retry;
+    else if (starts_with(text, "NOREPLICAS"))
+    {
+        decoded.what = semaphore_reply::outcome::no_replicas;
+        decoded.error = redis::error::no_replicas;
+    }
     else if (starts_with(text, "ERR Function not found"))
         decoded.what = semaphore_reply::outcome::library_missing;
     else if (starts_with(text, prefix_of(error_prefix::capacity)))
@@ -248,16 +254,30 @@ inline semaphore_reply decode_semaphore_reply(boost::system::error_code ec, cons
     return decoded;
 }
 
-// Whether the server may evict keys with expiries, from the reply to CONFIG GET maxmemory*: it
-// does unless maxmemory is 0 or maxmemory-policy is noeviction. A server that does not let the
-// client read its configuration (an error reply, such as NOPERM or a renamed CONFIG) cannot be
-// checked: that answers false.
-inline bool may_evict(const reply& r)
+// The answer to the check of the server's configuration.
+enum class server_check
 {
+    passed,     // nothing to object to, or the server does not let the client read its configuration
+    evicts,     // a maxmemory and a policy other than noeviction
+    unguarded,  // required to refuse writes without its replicas, and min-replicas-* lets it write
+    unanswered, // the link dropped before the reply
+};
+
+// The verdict on the reply to CONFIG GET maxmemory* min-replicas-*, `ec` and `r` as the connection
+// reports them. The server evicts keys with expiries unless maxmemory is 0 or maxmemory-policy is
+// noeviction. With `replicas_required` (Sentinel without durable grants), it must refuse writes
+// when it hears from no replica: min-replicas-to-write and min-replicas-max-lag both above 0. A
+// server that does not let the client read its configuration (an error reply, such as NOPERM or
+// a renamed CONFIG), or does not tell a value, cannot be checked: that passes.
+inline server_check judge_server(boost::system::error_code ec, const reply& r, bool replicas_required)
+{
+    if (ec == redis::error::connection_lost)
+        return server_check::unanswered;
     if (r.kind != reply_kind::array)
-        return false;
+        return server_check::passed;
     bool limited = false;
     bool evicting = false;
+    bool unguarded = false;
     for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2)
     {
         const std::string_view name = r.elements[i].text;
@@ -266,8 +286,12 @@ inline bool may_evict(const reply& r)
             limited = value != "0";
         else if (name == "maxmemory-policy")
             evicting = value != "noeviction";
+        else if (name == "min-replicas-to-write" || name == "min-replicas-max-lag")
+            unguarded = unguarded || value == "0";
     }
-    return limited && evicting;
+    if (limited && evicting)
+        return server_check::evicts;
+    return replicas_required && unguarded ? server_check::unguarded : server_check::passed;
 }
 
 } // namespace asio_sync::redis::detail
