@@ -17,12 +17,15 @@
 #include <boost/test/tree/global_fixture.hpp>
 #include <boost/test/tree/test_unit.hpp>
 
+#include <pthread.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #ifndef ASIO_SYNC_TEST_WATCHDOG_DEFAULT_SECONDS
@@ -34,23 +37,28 @@ namespace {
 using asio_sync::test::watchdog_report;
 
 // A Boost.Test observer, registered when constructed (as a global configuration is), whose thread
-// runs from the start of the tests to their end.
+// runs from the start of the tests to their end. The thread is stopped across each fork and started
+// again in the parent, towards the same deadline: a process forked with a second thread cannot
+// start threads under ThreadSanitizer (test/adaptive_mutex.cpp's children do), and no child needs
+// it (each has a deadline of its parent's).
 class watchdog final : public boost::unit_test::global_configuration
 {
 public:
     watchdog() = default;
-    ~watchdog() override { stop(); }
+    ~watchdog() override { finish(); }
 
     void test_start(boost::unit_test::counter_t, boost::unit_test::test_unit_id) override
     {
-        const long seconds = deadline_seconds();
-        if (seconds <= 0 || thread_.joinable())
+        seconds_ = deadline_seconds();
+        if (seconds_ <= 0 || deadline_)
             return;
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-        thread_ = std::thread([this, deadline, seconds] { watch(deadline, seconds); });
+        deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(seconds_);
+        static watchdog* const self = this;
+        ::pthread_atfork([] { self->halt(); }, [] { self->start(); }, nullptr);
+        start();
     }
 
-    void test_finish() override { stop(); }
+    void test_finish() override { finish(); }
 
     void test_unit_start(const boost::unit_test::test_unit& tu) override
     {
@@ -72,10 +80,18 @@ private:
         return text ? std::strtol(text, nullptr, 10) : ASIO_SYNC_TEST_WATCHDOG_DEFAULT_SECONDS;
     }
 
-    void watch(std::chrono::steady_clock::time_point deadline, long seconds)
+    void start()
+    {
+        if (!deadline_ || finished_)
+            return;
+        stopping_ = false;
+        thread_ = std::thread([this] { watch(); });
+    }
+
+    void watch()
     {
         std::unique_lock<std::mutex> lock(mutex_);
-        if (stopped_.wait_until(lock, deadline, [this] { return stopping_; }))
+        if (stopped_.wait_until(lock, *deadline_, [this] { return stopping_; }))
             return;
         watchdog_report& r = watchdog_report::instance();
         // What the program wrote to std::cout (synchronised with stdio: it sits in stdout's
@@ -85,7 +101,7 @@ private:
                      "watchdog: the program still runs after %ld s; aborting it.\n"
                      "watchdog: test case: %s\n"
                      "watchdog: waiting for: %s\n",
-                     seconds, r.get(&watchdog_report::test_case).c_str(),
+                     seconds_, r.get(&watchdog_report::test_case).c_str(),
                      r.get(&watchdog_report::waiting_for).c_str());
         std::fflush(stderr);
         // Boost.Test's handler of SIGABRT would jump from this thread into the main one's stack.
@@ -93,7 +109,7 @@ private:
         std::abort();
     }
 
-    void stop()
+    void halt()
     {
         {
             const std::lock_guard<std::mutex> lock(mutex_);
@@ -104,6 +120,15 @@ private:
             thread_.join();
     }
 
+    void finish()
+    {
+        finished_ = true;
+        halt();
+    }
+
+    long seconds_ = 0;
+    std::optional<std::chrono::steady_clock::time_point> deadline_;
+    bool finished_ = false;
     std::mutex mutex_;
     std::condition_variable stopped_;
     bool stopping_ = false;
