@@ -551,6 +551,32 @@ BOOST_AUTO_TEST_CASE(a_plain_grant_that_cannot_be_completed_is_handed_on)
     BOOST_TEST(sem.waiting() == 0u);
 }
 
+// Each grant that cannot be completed gives its permit back, which grants the next waiter: the
+// chain is finished by complete_each's loop, every failure decided in the same stack frame.
+// Finished by recursion, each failure would sit at least a few frames below the one before.
+BOOST_AUTO_TEST_CASE(a_long_chain_of_grants_that_cannot_be_completed_does_not_grow_the_stack)
+{
+    constexpr std::size_t chain = 3000;
+    asio::io_context ctx;
+    asio_sync::semaphore sem(ctx, 0);
+    fault_plan plan;
+    plan.persistent = true;
+    plan.fail_at = chain + 1; // every operation is allocated, then every completion fails
+    plan.armed = true;
+    int calls = 0;
+    for (std::size_t i = 0; i < chain; ++i)
+        sem.async_acquire(1,
+                          asio::bind_allocator(failing_allocator<void>(plan), [&](error_code) { ++calls; }));
+    BOOST_TEST_REQUIRE(sem.waiting() == chain);
+    BOOST_CHECK_NO_THROW(sem.release(1));
+    BOOST_TEST(plan.failures == chain);
+    BOOST_TEST(plan.failure_stack_span() < 4096u);
+    ctx.run();
+    BOOST_TEST(calls == 0);
+    BOOST_TEST(sem.available() == 1u);
+    BOOST_TEST(sem.waiting() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(try_release_and_permit_destructors_do_not_throw_when_a_completion_cannot_be_made)
 {
     asio::io_context ctx;

@@ -337,6 +337,51 @@ BOOST_FIXTURE_TEST_CASE(succeeds_before_the_deadline_and_cancels_the_timer, sema
     BOOST_TEST(sem.available() == 1u);
 }
 
+// An observer that releases one permit when told a wait is queued: it runs after the waiter is
+// queued and before the initiator starts the timer, so the grant lands first.
+struct releases_when_queued final : asio_sync::wait_observer
+{
+    asio_sync::semaphore& sem;
+    int queued = 0;
+    int finished = 0;
+
+    explicit releases_when_queued(asio_sync::semaphore& s) : sem(s) {}
+
+    void on_queued() override
+    {
+        ++queued;
+        sem.release(1);
+    }
+    void on_finished(asio_sync::wait_outcome, clock::duration) override { ++finished; }
+};
+
+// Runs what is ready until nothing is; the context then stops only if no work is left (no timer).
+void drain(asio::io_context& io)
+{
+    io.restart();
+    while (io.poll() != 0)
+    {
+    }
+}
+
+// The initiator, coming second, cancels the timer it has just started: nothing is left pending.
+BOOST_FIXTURE_TEST_CASE(a_grant_before_the_timer_starts_cancels_the_timer, semaphore_with<0>)
+{
+    releases_when_queued observer(sem);
+    sem.set_observer(&observer);
+    auto out = record_timed(sem, 1, never);
+    auto permit_out = record_timed_permit(sem, 1, never);
+    BOOST_TEST(observer.queued == 2);
+    BOOST_TEST(observer.finished == 2); // both granted before their initiations returned
+    drain(io);
+    BOOST_TEST(io.stopped(), "a timer of a day is still pending");
+    check_completed(*out, success);
+    check_permit(*permit_out, success, 1);
+    sem.set_observer(nullptr);
+    permit_out->held.reset();
+    check_counts(sem, 1, 0);
+}
+
 // The grant is decided in release(); an expiry that comes after it finds nothing to time out.
 BOOST_FIXTURE_TEST_CASE(a_grant_before_the_expiry_handler_runs_wins, semaphore_with<0>)
 {

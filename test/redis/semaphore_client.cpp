@@ -413,6 +413,16 @@ const scenario scenarios[] = {
          f.renewed("p:1", granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
          BOOST_TEST((f.deadline_of("p:1") == renewed_at + lease - margin));
      }},
+    {"a replay that finds exactly half a lease left grants at once: only less than half renews first",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         const auto first_sent = f.now;
+         f.after(1490ms);
+         f.answer(1, make(outcome::connection_lost), {"acquire #1 p:1 n=1 wait"});
+         f.after(10ms);
+         f.answer(1, granted(7, 1, lease / 2), {"grant #1 p:1 n=1 fence=7"});
+         BOOST_TEST((f.deadline_of("p:1") == first_sent + lease - margin));
+     }},
     {"a renewal that finds the waiter's grant lost queues it again under a new id",
      [](client_fixture& f) {
          f.sent(1, 1);
@@ -876,6 +886,19 @@ const scenario scenarios[] = {
          f.acquire(3, 1, {"acquire #3 p:3 n=1 wait capacity=3"});
          f.answer(3, mismatch(5, 5), {"fail #3 capacity_mismatch"}); // stored before it existed
          BOOST_TEST(f.client.capacity() == 3u);
+     }},
+    {"after Redis went back, the next resize is sent from the stamp in force, not the lost one",
+     [](client_fixture& f) {
+         f.resize(1, 5, {"resize #1 p:1 capacity=5 base=0"});
+         f.resize_answer(1, resized(5, 100, 100), {"resized #1 ok"});
+         f.acquire(2, 1, {"check"});
+         f.checked(server_check::passed, {"acquire #2 p:2 n=1 wait capacity=5"});
+         f.answer(2, mismatch(2, 0), {"acquire #2 p:2 n=1 wait"}); // the resize of 100 was lost
+         f.resize(3, 4, {"resize #3 p:3 capacity=4 base=0"});
+         f.resize_answer(3, resized(4, 120, 120), {"resized #3 ok"});
+         f.read(usage(2, 0, 50, 50, 150), {}); // read after 120 was stored, finding 50: lost again
+         BOOST_TEST(f.client.capacity() == 2u);
+         f.resize(4, 3, {"resize #4 p:4 capacity=3 base=50"});
      }},
     {"durable grants with WAIT refused (an ACL without it): the acquire fails and gives back what it stored",
      [](client_fixture& f) {

@@ -119,6 +119,8 @@ BOOST_AUTO_TEST_CASE(a_switch_of_the_primary_is_read_from_its_announcement)
     // Anything else is not a switch of this primary.
     BOOST_TEST(!switched_primary(message("+switch-master", "other 10.0.0.7 6379 10.0.0.8 6380"), "main"));
     BOOST_TEST(!switched_primary(message("+switch-master", "mai 10.0.0.7 6379 10.0.0.8 6380"), "main"));
+    // A name that starts with ours is another primary's: read as a prefix, it moved the connection.
+    BOOST_TEST(!switched_primary(message("+switch-master", "main2 10.0.0.7 6379 10.0.0.8 6380"), "main"));
     BOOST_TEST(!switched_primary(message("+sdown", "main 10.0.0.7 6379 10.0.0.8 6380"), "main"));
     BOOST_TEST(!switched_primary(
         array_reply({string("subscribe"), string("+switch-master"), integer_reply(1)}), "main"));

@@ -17,6 +17,7 @@
 // destructor if still running, so a failing test leaves no process behind.
 
 #include "support/redis_client.hpp"
+#include "support/watchdog.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -212,6 +213,7 @@ public:
     // -1 if a signal ended it.
     int wait()
     {
+        const waiting_for waiting("child process " + std::to_string(pid_) + " to exit");
         const auto deadline = std::chrono::steady_clock::now() + redis_wait_limit;
         int status = 0;
         while (::waitpid(pid_, &status, WNOHANG) == 0)

@@ -8,7 +8,9 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -24,6 +26,10 @@ struct fault_plan
     bool armed = false;
     std::size_t allocations = 0; // counted while armed
     std::size_t failures = 0;
+    // The stack frames the failures were decided in, the deepest and the shallowest: a chain of
+    // failures handled by recursion spreads them apart.
+    std::uintptr_t deepest_failure = UINTPTR_MAX;
+    std::uintptr_t shallowest_failure = 0;
 
     // Counts one allocation; true if it must fail.
     bool fail_next() noexcept
@@ -33,7 +39,20 @@ struct fault_plan
         ++allocations;
         const bool fail = fail_at != 0 && (persistent ? allocations >= fail_at : allocations == fail_at);
         failures += fail;
+        if (fail)
+        {
+            // The frame itself, not a local: a sanitizer may move locals to a heap-allocated stack.
+            const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+            deepest_failure = std::min(deepest_failure, frame);
+            shallowest_failure = std::max(shallowest_failure, frame);
+        }
         return fail;
+    }
+
+    // How many bytes of stack lie between the deepest and the shallowest failure.
+    std::size_t failure_stack_span() const noexcept
+    {
+        return failures == 0 ? 0 : static_cast<std::size_t>(shallowest_failure - deepest_failure);
     }
 };
 

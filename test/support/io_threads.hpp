@@ -6,6 +6,8 @@
 #ifndef ASIO_SYNC_TEST_SUPPORT_IO_THREADS_HPP
 #define ASIO_SYNC_TEST_SUPPORT_IO_THREADS_HPP
 
+#include "support/watchdog.hpp"
+
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
@@ -40,6 +42,7 @@ public:
     // Waits until every thread has returned: once the context ran out of work, or at the limit.
     void join()
     {
+        const waiting_for waiting("the threads running an io_context to return");
         for (std::thread& t : threads_)
         {
             if (t.joinable())

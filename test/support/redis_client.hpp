@@ -9,6 +9,8 @@
 // Client-side helpers of the Redis tests: connection options for a test server, bounded waits on
 // the futures the tests complete, and a bounded poll of a condition.
 
+#include "support/watchdog.hpp"
+
 #include <asio_sync/redis/connection_options.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -34,9 +36,11 @@ inline redis::connection_options options_for(std::uint16_t port)
     return options;
 }
 
+// Named for the watchdog with where it was called from.
 template <class T>
-T wait(std::future<T>& f)
+T wait(std::future<T>& f, const char* file = __builtin_FILE(), int line = __builtin_LINE())
 {
+    const waiting_for waiting("a completion (a future)", file, line);
     BOOST_REQUIRE_MESSAGE(f.wait_for(redis_wait_limit) == std::future_status::ready,
                           "no completion within the limit");
     return f.get();
@@ -50,8 +54,9 @@ bool is_ready(std::future<T>& f)
 
 // Polls until `f` holds, every 5 ms; fails the test after the limit.
 template <class Predicate>
-void eventually(Predicate f)
+void eventually(Predicate f, const char* file = __builtin_FILE(), int line = __builtin_LINE())
 {
+    const waiting_for waiting("a condition to hold", file, line);
     const auto deadline = std::chrono::steady_clock::now() + redis_wait_limit;
     while (!f())
     {

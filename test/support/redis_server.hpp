@@ -12,6 +12,8 @@
 // crashed test leaves nothing running. It can be stopped, killed, paused and started again on the
 // same port and directory, for fault tests.
 
+#include "watchdog.hpp" // not "support/...": the benchmarks include this file too
+
 #include <asio_sync/redis/connection_options.hpp>
 
 #include <hiredis/hiredis.h>
@@ -344,6 +346,7 @@ private:
 
     void wait_until_ready()
     {
+        const waiting_for waiting("redis-server on port " + std::to_string(port_) + " to answer PING");
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
         while (std::chrono::steady_clock::now() < deadline)
         {
@@ -422,6 +425,7 @@ inline redis::connection_options failover_client_options()
 template <class Predicate>
 void wait_for_set_up(const char* what, Predicate ready)
 {
+    const waiting_for waiting(std::string("the set-up: ") + what);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!ready())
     {
