@@ -20,12 +20,12 @@ namespace {
 namespace redis = asio_sync::redis;
 
 constexpr redis::error all_errors[] = {
-    redis::error::connection_lost,     redis::error::server_error,      redis::error::auth_failed,
-    redis::error::unsupported_command, redis::error::capacity_mismatch, redis::error::wrong_type,
-    redis::error::lease_lost,          redis::error::no_permission,     redis::error::read_only,
-    redis::error::out_of_memory,       redis::error::cluster_redirect,  redis::error::invalid_argument,
-    redis::error::state_lost,          redis::error::eviction_policy,   redis::error::stale_fence,
-    redis::error::unknown_master};
+    redis::error::connection_lost,     redis::error::server_error,          redis::error::auth_failed,
+    redis::error::unsupported_command, redis::error::capacity_mismatch,     redis::error::wrong_type,
+    redis::error::lease_lost,          redis::error::no_permission,         redis::error::read_only,
+    redis::error::out_of_memory,       redis::error::cluster_redirect,      redis::error::invalid_argument,
+    redis::error::state_lost,          redis::error::eviction_policy,       redis::error::stale_fence,
+    redis::error::unknown_master,      redis::error::too_many_redirections, redis::error::cluster_disabled};
 
 } // namespace
 

@@ -106,6 +106,17 @@ enum class error
     /// `connection_options::master_name` (a misspelt name, or sentinels not yet configured). The
     /// commands queued meanwhile fail with it; the connection keeps asking.
     unknown_master,
+
+    /// In a Redis Cluster, the command met more `MOVED` or `ASK` redirections than
+    /// `connection_options::max_redirections` (nodes whose maps disagree send it back and forth).
+    /// The reply passed with this code is the last redirection. The command did not run on the
+    /// nodes that redirected it; the connection keeps serving the others.
+    too_many_redirections,
+
+    /// A node given in `connection_options::cluster_nodes` answered that its cluster support is
+    /// disabled (a standalone server): it is never used. When no node of the cluster is left, every
+    /// command fails with this code, unsent.
+    cluster_disabled,
 };
 
 namespace detail {
@@ -156,6 +167,10 @@ public:
             return "a newer fence has written the resource; the write was refused";
         case error::unknown_master:
             return "no sentinel knows the primary by that name";
+        case error::too_many_redirections:
+            return "the command met more cluster redirections than the limit";
+        case error::cluster_disabled:
+            return "a node given as a cluster node has cluster support disabled";
         }
         return "unknown asio_sync.redis error";
     }

@@ -143,6 +143,9 @@ public:
     // WAIT: its reply counts the replicas that have the writes made before it on its link.
     bool waits() const noexcept { return waits_; }
 
+    // In a cluster: one more MOVED or ASK met; how many so far.
+    std::size_t count_redirection() noexcept { return ++redirections_; }
+
     // With Sentinel: refused once with READONLY, and queued again for the primary.
     bool requeued() const noexcept { return requeued_; }
     void mark_requeued() noexcept { requeued_ = true; }
@@ -199,6 +202,7 @@ private:
     int slot_ = -1;
     bool waits_ = false;
     bool requeued_ = false;
+    std::size_t redirections_ = 0;
 };
 
 } // namespace asio_sync::redis::detail
