@@ -365,17 +365,14 @@ BOOST_AUTO_TEST_CASE(a_moved_ping_pong_is_bounded)
     const std::uint64_t queries_before =
         cluster_count(cluster, "commandstats", "cmdstat_cluster|slots:calls=");
     const std::uint64_t moved_before = cluster_count(cluster, "errorstats", "errorstat_MOVED:count=");
-    auto set = conn.async_execute({"SET", key, "v"},
-                                  asio::use_future([](boost::system::error_code ec, redis::reply r) {
-                                      return std::make_pair(ec, r.text);
-                                  }));
+    auto set = conn.async_execute(
+        {"SET", key, "v"}, asio::use_future([](boost::system::error_code ec, redis::reply) { return ec; }));
     const auto outcome = wait(set);
     const std::uint64_t moved = cluster_count(cluster, "errorstats", "errorstat_MOVED:count=") - moved_before;
     const std::uint64_t queries =
         cluster_count(cluster, "commandstats", "cmdstat_cluster|slots:calls=") - queries_before;
     const auto elapsed = clock_type::now() - start;
-    BOOST_TEST((outcome.first == redis::error::too_many_redirections));
-    BOOST_TEST(outcome.second.rfind("MOVED " + s + " ", 0) == 0u); // the last redirection
+    BOOST_TEST((outcome == redis::error::too_many_redirections));
     BOOST_TEST(moved == options.max_redirections + 1);
     BOOST_TEST_MESSAGE(queries << " CLUSTER SLOTS in "
                                << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()

@@ -144,10 +144,12 @@ struct connection_options
     /// known one after each failure.
     std::vector<node_address> cluster_nodes;
 
-    /// In a Redis Cluster, how many `MOVED` and `ASK` redirections one command may follow; the
-    /// next one fails it with `error::too_many_redirections` (nodes whose maps disagree would send
-    /// it back and forth for ever). `TRYAGAIN` and `CLUSTERDOWN` do not count: they wait. At least
-    /// 1: the connection's constructor throws `std::invalid_argument` for 0.
+    /// In a Redis Cluster, how many `MOVED` and `ASK` redirections one command may follow in a
+    /// row; the next one fails it with `error::too_many_redirections` (nodes whose maps disagree
+    /// would send it back and forth for ever). A command that waits to be sent again (`TRYAGAIN`,
+    /// `CLUSTERDOWN`, or behind earlier commands of its slot) counts again from there: waiting
+    /// bounds its pace, and its caller's deadline its length. At least 1: the connection's
+    /// constructor throws `std::invalid_argument` for 0.
     std::size_t max_redirections = 16;
 };
 

@@ -107,10 +107,9 @@ enum class error
     /// commands queued meanwhile fail with it; the connection keeps asking.
     unknown_master,
 
-    /// In a Redis Cluster, the command met more `MOVED` or `ASK` redirections than
+    /// In a Redis Cluster, the command met more `MOVED` or `ASK` redirections in a row than
     /// `connection_options::max_redirections` (nodes whose maps disagree send it back and forth).
-    /// The reply passed with this code is the last redirection. The command did not run on the
-    /// nodes that redirected it; the connection keeps serving the others.
+    /// It did not run on the nodes that redirected it; the connection keeps serving the others.
     too_many_redirections,
 
     /// A node given in `connection_options::cluster_nodes` answered that its cluster support is

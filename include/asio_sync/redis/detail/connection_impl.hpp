@@ -761,6 +761,7 @@ private:
     // Sends `op` again after reconnect_delay_min, with the others waiting, in order.
     void delay(command_op_ptr op)
     {
+        op.get()->command().reset_redirections();
         delayed_.add(std::move(op));
         if (std::exchange(retry_armed_, true))
             return;

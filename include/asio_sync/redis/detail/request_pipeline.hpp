@@ -339,15 +339,17 @@ public:
                     if (later.op && later.op->command().waits() &&
                         (later.op->command().slot() == slot || later.op->command().slot() < 0))
                         later.unconfirmed = true;
-                // MOVED and ASK are bounded: nodes whose maps disagree would send it back and forth
-                // for ever. TRYAGAIN and CLUSTERDOWN wait, and are bounded by the caller's deadline.
-                if (redirect_.what != redirect::kind::retry &&
-                    p.op->command().count_redirection() > redirect_limit_)
+                // MOVED and ASK followed at once are bounded: nodes whose maps disagree would send
+                // it back and forth for ever. TRYAGAIN and CLUSTERDOWN make it wait (bounded by its
+                // caller's deadline), and it counts again from there.
+                if (redirect_.what == redirect::kind::retry)
+                    p.op->command().reset_redirections();
+                else if (p.op->command().count_redirection() > redirect_limit_)
                 {
                     redirect_ = {};
                     if (follower)
                         complete_command(follower, error::too_many_redirections, {});
-                    complete_command(p.op, error::too_many_redirections, std::move(r));
+                    complete_command(p.op, error::too_many_redirections, {});
                     return reply_answer::command;
                 }
                 redirect_.op = p.op;
@@ -441,7 +443,8 @@ public:
 
     // In a cluster: a caller's command answered with a redirection (see parse_redirect) is handed
     // back (on_reply answers redirected) instead of completing with the error; one answered with
-    // MOVED or ASK more than `limit` times completes with error::too_many_redirections.
+    // MOVED or ASK more than `limit` times in a row (without waiting in between: TRYAGAIN,
+    // CLUSTERDOWN) completes with error::too_many_redirections.
     void follow_redirects(bool on, std::size_t limit = 16) noexcept
     {
         follow_redirects_ = on;
