@@ -38,6 +38,7 @@
 #include <future>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -311,6 +312,19 @@ BOOST_AUTO_TEST_CASE(durable_grants_through_a_long_ask_phase, *boost::unit_test:
     BOOST_TEST(!wait(last_done));
     holder_conn.close();
     waiter_conn.close();
+}
+
+// A connection may not be told to follow no redirection at all.
+BOOST_AUTO_TEST_CASE(max_redirections_is_at_least_one)
+{
+    asio::io_context io;
+    redis::connection_options options;
+    options.cluster_nodes = {{"127.0.0.1", 1}};
+    options.max_redirections = 0;
+    BOOST_CHECK_THROW(redis::connection(io, options), std::invalid_argument);
+    options.max_redirections = 1;
+    redis::connection conn(io, options);
+    conn.close();
 }
 
 // A seed that is a standalone redis-server (cluster support disabled): the command fails with
