@@ -279,6 +279,7 @@ BOOST_AUTO_TEST_CASE(durable_grants_through_a_long_ask_phase, *boost::unit_test:
     BOOST_TEST(from.command(migrate) == "OK");
     BOOST_TEST(from.command({"CLUSTER", "COUNTKEYSINSLOT", s}) == "0");
     const std::uint64_t asks_before = info_count(from, "errorstats", "errorstat_ASK:count=");
+    const std::uint64_t waits_before = info_count(to, "commandstats", "cmdstat_wait:calls=");
 
     // Four leases in the ASK phase: the holder keeps its permit, the waiter waits.
     if (lost.wait_for(4 * options.lease_duration) == std::future_status::ready)
@@ -286,8 +287,9 @@ BOOST_AUTO_TEST_CASE(durable_grants_through_a_long_ask_phase, *boost::unit_test:
     BOOST_TEST(!asio_sync::test::is_ready(served));
     BOOST_TEST(!asio_sync::test::is_ready(second));
     BOOST_TEST(held.valid_for() > 0ms);
-    // The renewals met ASK, and ran on the target.
+    // The renewals met ASK, and their WAITs followed them to the target.
     BOOST_TEST(info_count(from, "errorstats", "errorstat_ASK:count=") > asks_before);
+    BOOST_TEST(info_count(to, "commandstats", "cmdstat_wait:calls=") > waits_before);
 
     // A release in the ASK phase serves the waiter, within a lease.
     auto released = held.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
