@@ -12,6 +12,11 @@
 // primary is killed so that its replica takes over. Through both, every acquire completes exactly
 // once, fences are unique and an acquire started after another was granted gets a larger fence, no
 // hold is lost and at no instant do more than `capacity` holders believe they hold a permit.
+// With durable grants, a holder keeps its permit through a long ASK phase (each call's WAIT
+// follows it to the node that runs it), and a release there serves the waiter. Used as a hostile
+// user would: a seed that is a standalone server is never used, and nodes whose maps disagree
+// (MOVED back and forth) fail a command after the redirection limit, the map asked at most once
+// per reconnect_delay_min.
 
 #include <asio_sync/redis/fenced_set.hpp>
 #include <asio_sync/redis/semaphore.hpp>
@@ -29,9 +34,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -222,6 +230,22 @@ void through_a_migration_held_open(unsigned durable_replicas)
     const std::size_t lost_holds = asio_sync::test::check_fleet(log, fault_at);
     BOOST_TEST(lost_holds == 0u);
     BOOST_TEST(asio_sync::test::peak(log.holds) <= capacity);
+// The number after `field` (as in "cmdstat_cluster|slots:calls=" or "errorstat_MOVED:count=") in
+// an INFO section of `s`; 0 if absent.
+std::uint64_t info_count(const redis_server& s, const std::string& section, const std::string& field)
+{
+    const std::string info = s.command({"INFO", section});
+    const std::size_t at = info.find(field);
+    return at == std::string::npos ? 0 : std::stoull(info.substr(at + field.size()));
+}
+
+// The sum of that number over every node of `cluster`.
+std::uint64_t cluster_count(redis_cluster& cluster, const std::string& section, const std::string& field)
+{
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < cluster.servers(); ++i)
+        total += info_count(cluster.server(i), section, field);
+    return total;
 }
 
 } // namespace
@@ -311,6 +335,181 @@ BOOST_AUTO_TEST_CASE(a_primary_failover_inside_the_cluster)
         cluster.wait_for_failover_of(slot, old_port);
     });
     BOOST_TEST(lost == 0u);
+}
+
+// A holder with durable grants keeps its permit while its semaphore's slot stays in the ASK state
+// for several leases (every key migrated to the target, MIGRATING and IMPORTING still open): each
+// renewal goes to the source, is sent on with ASK, and its WAIT follows it to the target, whose
+// replicas confirm it. A release then serves the waiter there, before the slot is handed over.
+// Before the fix, the WAIT stayed on the source and confirmed nothing: the holder lost its permit
+// about 2 s in, and the waiter was served only after the hand-over.
+BOOST_AUTO_TEST_CASE(durable_grants_through_a_long_ask_phase, *boost::unit_test::label("long"))
+{
+    redis_cluster cluster(2); // each primary has two replicas: WAIT 1 can confirm
+    running_io run;
+    const std::string name = "jobs";
+    const int slot = slot_of_semaphore(name);
+    redis_server& from = cluster.owner(slot);
+    redis_server& to = &from == &cluster.server(0) ? cluster.server(1) : cluster.server(0);
+    redis::semaphore_options options;
+    options.lease_duration = 3000ms;
+    options.durable_replicas = 1;
+    redis::connection holder_conn(run.io, cluster.options());
+    redis::connection waiter_conn(run.io, cluster.options());
+    redis::semaphore holder_sem(holder_conn, name, 1, options);
+    redis::semaphore waiter_sem(waiter_conn, name, 1, options);
+
+    // Every key of the semaphore exists, all through the ASK phase: the capacity (a resize), the
+    // holder's deadline, the queue (two waiters), meta and horizon.
+    auto resized =
+        holder_sem.async_set_capacity(1, asio::use_future([](boost::system::error_code ec) { return ec; }));
+    BOOST_TEST(!wait(resized));
+    auto first = holder_sem.async_acquire_permit(1, asio::use_future);
+    redis::semaphore::permit held = wait(first);
+    auto lost = held.async_wait_lost(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    auto served = waiter_sem.async_acquire_permit(1, asio::use_future);
+    // A second waiter keeps the queue from emptying when the first is served.
+    auto second = waiter_sem.async_acquire_permit(1, asio::use_future);
+    asio_sync::test::eventually([&] {
+        return from.command({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) ==
+               std::to_string(redis::detail::semaphore_script::key_count);
+    });
+
+    // The ASK phase: every key moved in one MIGRATE, the slot left MIGRATING and IMPORTING.
+    const std::string s = std::to_string(slot);
+    to.command({"CLUSTER", "SETSLOT", s, "IMPORTING", redis_cluster::id_of(from)});
+    from.command({"CLUSTER", "SETSLOT", s, "MIGRATING", redis_cluster::id_of(to)});
+    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(to.port()), "", "0",
+                                        "5000",    "KEYS"};
+    std::istringstream keys(from.command({"CLUSTER", "GETKEYSINSLOT", s, "10"}));
+    for (std::string key; std::getline(keys, key);)
+        if (!key.empty())
+            migrate.push_back(key);
+    BOOST_TEST(migrate.size() == 7 + redis::detail::semaphore_script::key_count);
+    BOOST_TEST(from.command(migrate) == "OK");
+    BOOST_TEST(from.command({"CLUSTER", "COUNTKEYSINSLOT", s}) == "0");
+    const std::uint64_t asks_before = info_count(from, "errorstats", "errorstat_ASK:count=");
+    const std::uint64_t waits_before = info_count(to, "commandstats", "cmdstat_wait:calls=");
+
+    // Four leases in the ASK phase: the holder keeps its permit, the waiter waits.
+    if (lost.wait_for(4 * options.lease_duration) == std::future_status::ready)
+        BOOST_FAIL("the holder lost its permit in the ASK phase: " << lost.get().message());
+    BOOST_TEST(!asio_sync::test::is_ready(served));
+    BOOST_TEST(!asio_sync::test::is_ready(second));
+    BOOST_TEST(held.valid_for() > 0ms);
+    // The renewals met ASK, and their WAITs followed them to the target.
+    BOOST_TEST(info_count(from, "errorstats", "errorstat_ASK:count=") > asks_before);
+    BOOST_TEST(info_count(to, "commandstats", "cmdstat_wait:calls=") > waits_before);
+
+    // A release in the ASK phase serves the waiter, within a lease.
+    auto released = held.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    BOOST_TEST(!wait(released));
+    BOOST_TEST((wait(lost) == asio::error::operation_aborted)); // ended by the release, not lost
+    if (served.wait_for(options.lease_duration) != std::future_status::ready)
+        BOOST_FAIL("the waiter was not served in the ASK phase");
+    redis::semaphore::permit next = served.get();
+    BOOST_TEST(next.count() == 1u);
+    BOOST_TEST(to.command({"CLUSTER", "COUNTKEYSINSLOT", s}) != "0");
+
+    // The hand-over; the new holder goes on.
+    for (std::size_t i = 0; i < cluster.servers(); ++i)
+        if (cluster.server(i).command({"ROLE"}).rfind("master", 0) == 0)
+            cluster.server(i).command({"CLUSTER", "SETSLOT", s, "NODE", redis_cluster::id_of(to)});
+    BOOST_TEST(!asio_sync::test::is_ready(second));
+    auto done = next.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    BOOST_TEST(!wait(done));
+    redis::semaphore::permit last = wait(second);
+    BOOST_TEST(last.count() == 1u);
+    auto last_done = last.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    BOOST_TEST(!wait(last_done));
+    holder_conn.close();
+    waiter_conn.close();
+}
+
+// A connection may not be told to follow no redirection at all.
+BOOST_AUTO_TEST_CASE(max_redirections_is_at_least_one)
+{
+    asio::io_context io;
+    redis::connection_options options;
+    options.cluster_nodes = {{"127.0.0.1", 1}};
+    options.max_redirections = 0;
+    BOOST_CHECK_THROW(redis::connection(io, options), std::invalid_argument);
+    options.max_redirections = 1;
+    redis::connection conn(io, options);
+    conn.close();
+}
+
+// A seed that is a standalone redis-server (cluster support disabled): the command fails with
+// cluster_disabled, and nothing runs there, not even the semaphore's acquire. Before the fix it was
+// used as a standalone server, and the semaphore granted there.
+BOOST_AUTO_TEST_CASE(a_seed_without_cluster_support_is_never_used)
+{
+    redis_server standalone;
+    running_io run;
+    redis::connection_options options = asio_sync::test::failover_client_options();
+    options.cluster_nodes = {{"127.0.0.1", standalone.port()}};
+    redis::connection conn(run.io, options);
+    auto set = conn.async_execute(
+        {"SET", "k", "v"}, asio::use_future([](boost::system::error_code ec, redis::reply) { return ec; }));
+    BOOST_TEST((wait(set) == redis::error::cluster_disabled));
+    redis::semaphore sem(conn, "jobs", 1, 4000ms);
+    auto acquired = sem.async_try_acquire_permit(
+        1, asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
+    BOOST_TEST((wait(acquired) == redis::error::cluster_disabled));
+    auto later = conn.async_execute(
+        {"GET", "k"}, asio::use_future([](boost::system::error_code ec, redis::reply) { return ec; }));
+    BOOST_TEST((wait(later) == redis::error::cluster_disabled));
+    BOOST_TEST(standalone.command({"DBSIZE"}) == "0");
+    BOOST_TEST(info_count(standalone, "commandstats", "cmdstat_set:calls=") == 0u);
+    BOOST_TEST(info_count(standalone, "commandstats", "cmdstat_fcall:calls=") == 0u);
+    conn.close();
+}
+
+// Two nodes whose maps disagree on a slot (CLUSTER SETSLOT ... NODE told to one of them only)
+// send a command back and forth with MOVED: it fails with too_many_redirections after exactly
+// max_redirections + 1 answers, and the map is asked at most once per reconnect_delay_min. Before
+// the fix the command went back and forth until its caller gave up, asking the map at each MOVED.
+BOOST_AUTO_TEST_CASE(a_moved_ping_pong_is_bounded)
+{
+    redis_cluster cluster;
+    running_io run;
+    redis_server& a = cluster.server(0);
+    redis_server& b = cluster.server(1);
+    const std::string key =
+        name_on(cluster, a, "pingpong-", [](const std::string& k) { return redis::detail::key_slot(k); });
+    const std::string s = std::to_string(redis::detail::key_slot(key));
+    BOOST_TEST_REQUIRE(a.command({"CLUSTER", "COUNTKEYSINSLOT", s}) == "0");
+    BOOST_TEST(a.command({"CLUSTER", "SETSLOT", s, "NODE", redis_cluster::id_of(b)}) == "OK");
+
+    redis::connection_options options = cluster.options();
+    options.reconnect_delay_min = 200ms;
+    redis::connection conn(run.io, options);
+    auto warm = conn.async_execute({"SET", "warm-up", "1"}, asio::use_future);
+    BOOST_TEST(wait(warm).text == "OK");
+
+    const auto start = clock_type::now();
+    const std::uint64_t queries_before =
+        cluster_count(cluster, "commandstats", "cmdstat_cluster|slots:calls=");
+    const std::uint64_t moved_before = cluster_count(cluster, "errorstats", "errorstat_MOVED:count=");
+    auto set = conn.async_execute(
+        {"SET", key, "v"}, asio::use_future([](boost::system::error_code ec, redis::reply) { return ec; }));
+    const auto outcome = wait(set);
+    const std::uint64_t moved = cluster_count(cluster, "errorstats", "errorstat_MOVED:count=") - moved_before;
+    const std::uint64_t queries =
+        cluster_count(cluster, "commandstats", "cmdstat_cluster|slots:calls=") - queries_before;
+    const auto elapsed = clock_type::now() - start;
+    BOOST_TEST((outcome == redis::error::too_many_redirections));
+    BOOST_TEST(moved == options.max_redirections + 1);
+    BOOST_TEST_MESSAGE(queries << " CLUSTER SLOTS in "
+                               << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+                               << " ms");
+    BOOST_TEST(queries <= 1 + static_cast<std::uint64_t>(elapsed / options.reconnect_delay_min));
+    BOOST_TEST(a.command({"CLUSTER", "COUNTKEYSINSLOT", s}) == "0"); // it ran nowhere
+    BOOST_TEST(b.command({"CLUSTER", "COUNTKEYSINSLOT", s}) == "0");
+    // The connection serves the other slots.
+    auto other = conn.async_execute({"SET", "warm-up", "2"}, asio::use_future);
+    BOOST_TEST(wait(other).text == "OK");
+    conn.close();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

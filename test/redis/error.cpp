@@ -25,7 +25,8 @@ constexpr redis::error all_errors[] = {
     redis::error::lease_lost,          redis::error::no_permission,     redis::error::read_only,
     redis::error::out_of_memory,       redis::error::cluster_redirect,  redis::error::invalid_argument,
     redis::error::state_lost,          redis::error::eviction_policy,   redis::error::stale_fence,
-    redis::error::unknown_master,      redis::error::no_replicas,       redis::error::replica_policy};
+    redis::error::unknown_master,      redis::error::no_replicas,       redis::error::replica_policy,
+    redis::error::too_many_redirections, redis::error::cluster_disabled};
 
 } // namespace
 

@@ -9,8 +9,9 @@
 // replies matched in order, health checks, failed set-ups, the primary check, a command refused
 // with READONLY queued again, a session lost, cancellation of commands waiting or written, close,
 // and in a cluster: redirections handed back (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), ASKING written
-// before a command, a WAIT after a redirected command of its slot answered connection_lost, and
-// the map's question.
+// before a command, the WAIT sent right after a redirected command for its slot handed back with
+// it (another WAIT after it answered connection_lost), MOVED and ASK bounded per command, a node
+// without cluster support recognised, and the map's question.
 
 #include <asio_sync/redis/detail/request_pipeline.hpp>
 
@@ -357,6 +358,186 @@ BOOST_FIXTURE_TEST_CASE(a_redirected_command_is_handed_back_and_a_wait_after_it_
     // A keyless WAIT, sent for any slot, says nothing; one for another slot counts its writes.
     BOOST_TEST(take_log() ==
                (std::vector<std::string>{"1 moved on", "2 connection_lost", "3 OK", "4 2 replicas"}));
+}
+
+// Table rows: the commands written (a WAIT given a key's slot is sent for it, as the semaphore's
+// engine sends its WAITs), the first one answered with a redirection, then the others' replies.
+// The WAIT written right after it for its slot follows it (handed back with it, its reply here
+// dropped); any other WAIT after it for its slot, or keyless, says nothing.
+BOOST_AUTO_TEST_CASE(the_wait_right_after_a_redirected_command_of_its_slot_follows_it)
+{
+    struct command
+    {
+        std::vector<std::string_view> args;
+        const char* wait_for = nullptr; // a WAIT sent for this key's slot
+    };
+    struct row
+    {
+        const char* what;
+        std::vector<command> commands; // ids 1, 2, ...
+        const char* redirection;       // the reply to command 1
+        std::uint64_t follower;        // the WAIT handed back with it; 0: none
+        std::vector<std::string> log;  // once every other command had its reply ("R")
+    };
+    const command set_a{{"SET", "a", "1"}};
+    const command wait_a{{"WAIT", "1", "100"}, "a"};
+    const command wait_b{{"WAIT", "1", "100"}, "b"};
+    const command wait_any{{"WAIT", "1", "100"}};
+    const command get_a{{"GET", "a"}};
+    const command set_b{{"SET", "b", "1"}};
+    const row rows[] = {
+        {"after ASK", {set_a, wait_a}, "ASK 15495 127.0.0.1:7002", 2, {}},
+        {"after MOVED", {set_a, wait_a}, "MOVED 15495 127.0.0.1:7002", 2, {}},
+        {"into the wait after TRYAGAIN", {set_a, wait_a}, "TRYAGAIN slot migrating", 2, {}},
+        {"with a health check between", {set_a, {{"PING"}}, wait_a}, "ASK 15495 127.0.0.1:7002", 3, {}},
+        {"only the first WAIT", {set_a, wait_a, wait_a}, "ASK 15495 :7002", 2, {"3 connection_lost"}},
+        {"not a keyless WAIT", {set_a, wait_any}, "ASK 15495 :7002", 0, {"2 connection_lost"}},
+        {"not a WAIT of another slot", {set_a, wait_b}, "ASK 15495 :7002", 0, {"2 R"}},
+        {"not after a command of another slot",
+         {set_a, set_b, wait_a},
+         "ASK 15495 :7002",
+         0,
+         {"2 R", "3 connection_lost"}},
+        {"not after another command of its slot",
+         {set_a, get_a, wait_a},
+         "ASK 15495 :7002",
+         0,
+         {"2 R", "3 connection_lost"}},
+    };
+    for (const row& r : rows)
+    {
+        BOOST_TEST_CONTEXT(r.what)
+        {
+            std::vector<std::string> log;
+            request_pipeline pipeline;
+            pipeline.follow_redirects(true);
+            pipeline.start_session({});
+            std::uint64_t id = 0;
+            for (const command& c : r.commands)
+            {
+                ++id;
+                if (c.args[0] == "PING") // a health check
+                {
+                    pipeline.take_commands();
+                    pipeline.health_check();
+                    continue;
+                }
+                auto* op = new recorded_op(id, {}, log);
+                op->command() = formatted_command::format_for_pipeline(c.args);
+                if (c.wait_for)
+                    op->command().route_to(redis::detail::key_slot(c.wait_for));
+                pipeline.add(command_op_ptr(op));
+            }
+            pipeline.take_commands();
+            BOOST_TEST((pipeline.on_reply(error_reply(r.redirection)) == reply_answer::redirected));
+            const redirect handed = pipeline.take_redirect();
+            BOOST_TEST(handed.op->id() == 1u);
+            BOOST_TEST((handed.wait ? handed.wait->id() : 0u) == r.follower);
+            for (std::size_t i = 1; i < r.commands.size(); ++i)
+                pipeline.on_reply(status("R"));
+            BOOST_TEST(log == r.log);
+            handed.op->destroy();
+            if (handed.wait)
+                handed.wait->destroy();
+        }
+    }
+}
+
+// Handed to the node that runs the command, the WAIT is written right after it (after ASKING),
+// and its reply there is the confirmation.
+BOOST_FIXTURE_TEST_CASE(a_wait_that_follows_is_written_after_its_command_on_the_new_link, fixture)
+{
+    pipeline.follow_redirects(true);
+    pipeline.start_session({});
+    add(1, {"SET", "a", "1"});
+    auto* wait_a = new recorded_op(2, {"WAIT", "1", "100"}, log);
+    wait_a->command().route_to(redis::detail::key_slot("a"));
+    pipeline.add(command_op_ptr(wait_a));
+    pipeline.take_commands();
+    BOOST_TEST((pipeline.on_reply(error_reply("ASK 15495 127.0.0.1:7002")) == reply_answer::redirected));
+    const redirect r = pipeline.take_redirect();
+    BOOST_TEST((pipeline.on_reply(asio_sync::test::integer_reply(0)) == reply_answer::command)); // dropped
+    BOOST_TEST(take_log().empty());
+
+    request_pipeline target;
+    target.follow_redirects(true);
+    target.start_session({});
+    target.add(command_op_ptr(r.op), true);
+    target.add(command_op_ptr(r.wait));
+    BOOST_TEST(target.take_commands() ==
+               bytes({"ASKING"}) + bytes({"SET", "a", "1"}) + bytes({"WAIT", "1", "100"}));
+    BOOST_TEST((target.on_reply(status("OK")) == reply_answer::health));
+    BOOST_TEST((target.on_reply(status("OK")) == reply_answer::command));
+    BOOST_TEST((target.on_reply(status("1 replica")) == reply_answer::command));
+    BOOST_TEST(take_log() == (std::vector<std::string>{"1 OK", "2 1 replica"}));
+}
+
+// Table rows: a command answered with redirections in turn, each followed (written again on the
+// same link, as the driver would on the node named). MOVED and ASK count; TRYAGAIN and
+// CLUSTERDOWN make it wait, and it counts from zero again. The one past the limit completes the
+// command, and the WAIT that follows it, with too_many_redirections.
+BOOST_AUTO_TEST_CASE(moved_and_ask_in_a_row_are_bounded_per_command)
+{
+    struct row
+    {
+        std::size_t limit;
+        std::vector<const char*> answers;
+        std::size_t followed; // redirections handed back before the command completed, if it did
+        bool fails;
+    };
+    const char* moved = "MOVED 15495 127.0.0.1:7002";
+    const char* ask = "ASK 15495 127.0.0.1:7002";
+    const char* tryagain = "TRYAGAIN slot migrating";
+    const char* down = "CLUSTERDOWN The cluster is down";
+    const row rows[] = {
+        {1, {moved, moved}, 1, true},
+        {1, {ask, moved}, 1, true},
+        {2, {moved, ask, moved}, 2, true},
+        {16, std::vector<const char*>(17, moved), 16, true},
+        {1, {tryagain, tryagain, down, tryagain}, 4, false},
+        {1, {moved, tryagain, ask, down, moved, tryagain, ask}, 7, false},
+        {2, {moved, tryagain, moved, moved, moved}, 4, true},
+    };
+    for (const row& r : rows)
+    {
+        BOOST_TEST_CONTEXT("limit " << r.limit << ", " << r.answers.size() << " answers")
+        {
+            std::vector<std::string> log;
+            request_pipeline pipeline;
+            pipeline.follow_redirects(true, r.limit);
+            pipeline.start_session({});
+            pipeline.add(command_op_ptr(new recorded_op(1, {"SET", "a", "1"}, log)));
+            auto* wait_a = new recorded_op(2, {"WAIT", "1", "100"}, log);
+            wait_a->command().route_to(redis::detail::key_slot("a"));
+            pipeline.add(command_op_ptr(wait_a));
+            std::size_t followed = 0;
+            for (const char* answer : r.answers)
+            {
+                pipeline.take_commands();
+                if (pipeline.on_reply(error_reply(answer)) != reply_answer::redirected)
+                    break;
+                ++followed;
+                const redirect handed = pipeline.take_redirect();
+                pipeline.on_reply(status("dropped")); // the WAIT's reply here
+                pipeline.add(command_op_ptr(handed.op));
+                pipeline.add(command_op_ptr(handed.wait));
+            }
+            BOOST_TEST(followed == r.followed);
+            const std::string failed = "the command met more cluster redirections than the limit";
+            BOOST_TEST(log == (r.fails ? std::vector<std::string>{"2 " + failed, "1 " + failed}
+                                       : std::vector<std::string>{}));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_node_without_cluster_support_is_recognised)
+{
+    BOOST_TEST(
+        redis::detail::is_cluster_disabled(error_reply("ERR This instance has cluster support disabled")));
+    BOOST_TEST(!redis::detail::is_cluster_disabled(error_reply("NOPERM this user has no permissions")));
+    BOOST_TEST(!redis::detail::is_cluster_disabled(error_reply("LOADING Redis is loading the dataset")));
+    BOOST_TEST(!redis::detail::is_cluster_disabled(status("cluster support disabled")));
+    BOOST_TEST(!redis::detail::is_cluster_disabled(asio_sync::test::array_reply({})));
 }
 
 BOOST_FIXTURE_TEST_CASE(without_following_a_redirection_is_an_error, fixture)

@@ -10,6 +10,7 @@
 /// Where and how a Redis connection connects: asio_sync::redis::connection_options.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -132,11 +133,24 @@ struct connection_options
     /// primary of its first key's slot; one refused with `MOVED` goes where it says (and the map is
     /// learnt again), one refused with `ASK` goes there after `ASKING`, and one refused with
     /// `TRYAGAIN` or `CLUSTERDOWN` (a migration or a failover in progress; it did not run) is sent
-    /// again after `reconnect_delay_min`. A node that cannot be reached makes the connection learn
-    /// the map again from the others at each attempt, so that it follows a failover. The
-    /// subscriber link subscribes on one node (Redis Cluster carries every `PUBLISH` to every
-    /// node), the next known one after each failure.
+    /// again after `reconnect_delay_min`. A `WAIT` sent right after a command for its slot (as
+    /// durable grants do) follows it through `MOVED` and `ASK`, so that it counts the replicas of
+    /// the node that ran it. A node that cannot be reached makes the connection learn the map again
+    /// from the others at each attempt, so that it follows a failover; the map is asked at most
+    /// once per `reconnect_delay_min`. No command is written before the map was first learnt, and a
+    /// node that answers that its cluster support is disabled (a standalone server) is never used:
+    /// when no other node is left, the commands fail with `error::cluster_disabled`. The subscriber
+    /// link subscribes on one node (Redis Cluster carries every `PUBLISH` to every node), the next
+    /// known one after each failure.
     std::vector<node_address> cluster_nodes;
+
+    /// In a Redis Cluster, how many `MOVED` and `ASK` redirections one command may follow in a
+    /// row; the next one fails it with `error::too_many_redirections` (nodes whose maps disagree
+    /// would send it back and forth for ever). A command that waits to be sent again (`TRYAGAIN`,
+    /// `CLUSTERDOWN`, or behind earlier commands of its slot) counts again from there: waiting
+    /// bounds its pace, and its caller's deadline its length. At least 1: the connection's
+    /// constructor throws `std::invalid_argument` for 0.
+    std::size_t max_redirections = 16;
 };
 
 } // namespace asio_sync::redis

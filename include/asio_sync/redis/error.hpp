@@ -124,6 +124,15 @@ enum class error
     /// the overlap they bound). Checked on each connect, where the server lets the connection read
     /// its configuration.
     replica_policy,
+    /// In a Redis Cluster, the command met more `MOVED` or `ASK` redirections in a row than
+    /// `connection_options::max_redirections` (nodes whose maps disagree send it back and forth).
+    /// It did not run on the nodes that redirected it; the connection keeps serving the others.
+    too_many_redirections,
+
+    /// A node given in `connection_options::cluster_nodes` answered that its cluster support is
+    /// disabled (a standalone server): it is never used. When no node of the cluster is left, every
+    /// command fails with this code, unsent.
+    cluster_disabled,
 };
 
 namespace detail {
@@ -179,6 +188,10 @@ public:
         case error::replica_policy:
             return "the primary does not refuse writes without its replicas (min-replicas-to-write "
                    "or min-replicas-max-lag is 0)";
+        case error::too_many_redirections:
+            return "the command met more cluster redirections than the limit";
+        case error::cluster_disabled:
+            return "a node given as a cluster node has cluster support disabled";
         }
         return "unknown asio_sync.redis error";
     }

@@ -143,6 +143,13 @@ public:
     // WAIT: its reply counts the replicas that have the writes made before it on its link.
     bool waits() const noexcept { return waits_; }
 
+    // In a cluster: one more MOVED or ASK met; how many since the command last waited.
+    std::size_t count_redirection() noexcept { return ++redirections_; }
+
+    // It waits to be sent again (TRYAGAIN, CLUSTERDOWN, or behind earlier commands of its slot):
+    // a wait bounds the pace of its redirections, which count again from there.
+    void reset_redirections() noexcept { redirections_ = 0; }
+
     // With Sentinel: refused once with READONLY, and queued again for the primary.
     bool requeued() const noexcept { return requeued_; }
     void mark_requeued() noexcept { requeued_ = true; }
@@ -199,6 +206,7 @@ private:
     int slot_ = -1;
     bool waits_ = false;
     bool requeued_ = false;
+    std::size_t redirections_ = 0;
 };
 
 } // namespace asio_sync::redis::detail

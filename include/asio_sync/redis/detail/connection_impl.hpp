@@ -15,6 +15,7 @@
 #include <asio_sync/redis/detail/reply_reader.hpp>
 #include <asio_sync/redis/detail/request_pipeline.hpp>
 #include <asio_sync/redis/detail/sentinel_query.hpp>
+#include <asio_sync/redis/detail/slot_map_refresh.hpp>
 #include <asio_sync/redis/detail/subscription_table.hpp>
 #include <asio_sync/redis/error.hpp>
 #include <asio_sync/redis/reply.hpp>
@@ -70,15 +71,18 @@ class connection_impl : public std::enable_shared_from_this<connection_impl>
 {
 public:
     // Throws if the options name a unix socket path that is too long, or both sentinels and
-    // cluster nodes.
+    // cluster nodes, or allow no redirection.
     connection_impl(const boost::asio::any_io_executor& ex, const connection_options& options)
-        : strand_(ex), options_(options), retry_timer_(strand_),
-          subscriber_link_(link_kind::subscriber, strand_, options, random_seed()),
+        : strand_(ex), options_(options), slots_refresh_(options.reconnect_delay_min), slots_timer_(strand_),
+          retry_timer_(strand_), subscriber_link_(link_kind::subscriber, strand_, options, random_seed()),
           watch_link_(link_kind::watch, strand_, options, random_seed())
     {
         if (!options_.sentinels.empty() && !options_.cluster_nodes.empty())
             boost::throw_exception(std::invalid_argument(
                 "asio_sync::redis: connection_options name both sentinels and cluster nodes"));
+        if (options_.max_redirections == 0)
+            boost::throw_exception(
+                std::invalid_argument("asio_sync::redis: connection_options::max_redirections is 0"));
         if (!options_.cluster_nodes.empty())
         {
             slots_.assign(slot_count, nullptr);
@@ -314,6 +318,7 @@ private:
         std::uint16_t port;
         request_pipeline requests; // the command link's
         link command;
+        bool standalone = false; // its cluster support is disabled: never used
     };
 
     static constexpr std::size_t slot_count = 16384;
@@ -423,9 +428,12 @@ private:
         }
         if (l.home)
             return connect_to(l, s, l.home->host, l.home->port, connected);
-        // The subscriber link: in a cluster, each attempt tries the next node.
-        const node& to = *nodes_[subscriber_attempts_++ % nodes_.size()];
-        connect_to(l, s, to.host, to.port, connected);
+        // The subscriber link: in a cluster, each attempt tries the next node (one that is not a
+        // standalone server, if there is one).
+        const node* to = nodes_[subscriber_attempts_++ % nodes_.size()].get();
+        for (std::size_t i = 0; to->standalone && i < nodes_.size(); ++i)
+            to = nodes_[subscriber_attempts_++ % nodes_.size()].get();
+        connect_to(l, s, to->host, to->port, connected);
     }
 
     // Resolves host:port and connects the session's socket to one of its addresses; `connected`
@@ -696,12 +704,13 @@ private:
             if (n->host == host && n->port == port)
                 return *n;
         nodes_.push_back(std::make_unique<node>(strand_, options_, random_seed(), host, port));
-        nodes_.back()->requests.follow_redirects(!slots_.empty());
+        nodes_.back()->requests.follow_redirects(!slots_.empty(), options_.max_redirections);
         return *nodes_.back();
     }
 
     // Where a command for `slot` goes: the node that serves it; for a keyless command, or a slot
-    // not served, a node whose link is up, else one that is trying, else the first.
+    // not served, a node whose link is up, else one that is trying, else the first; never a
+    // standalone server, if there is another node.
     node& node_for(int slot) noexcept
     {
         if (slots_.empty())
@@ -709,12 +718,22 @@ private:
         if (slot >= 0 && slots_[static_cast<std::size_t>(slot)])
             return *slots_[static_cast<std::size_t>(slot)];
         for (const std::unique_ptr<node>& n : nodes_)
-            if (n->command.fsm.ready())
+            if (!n->standalone && n->command.fsm.ready())
                 return *n;
         for (const std::unique_ptr<node>& n : nodes_)
-            if (n->command.fsm.started())
+            if (!n->standalone && n->command.fsm.started())
+                return *n;
+        for (const std::unique_ptr<node>& n : nodes_)
+            if (!n->standalone)
                 return *n;
         return *nodes_.front();
+    }
+
+    // Whether every node known answered that its cluster support is disabled.
+    bool only_standalone() const noexcept
+    {
+        return !slots_.empty() && std::all_of(nodes_.begin(), nodes_.end(),
+                                              [](const std::unique_ptr<node>& n) { return n->standalone; });
     }
 
     // Queues `op` on its node (or on `to`, after ASKING if `asking`), and starts the node's link.
@@ -726,6 +745,8 @@ private:
     void route(command_op_ptr op, node* to = nullptr, bool asking = false)
     {
         const int slot = op.get()->command().slot();
+        if (only_standalone())
+            return complete_command(op.release(), error::cluster_disabled, {});
         node& n = to ? *to : node_for(slot);
         if (slot >= 0 && !slots_.empty() &&
             (delayed_.holds_slot(slot) ||
@@ -743,6 +764,7 @@ private:
     // Sends `op` again after reconnect_delay_min, with the others waiting, in order.
     void delay(command_op_ptr op)
     {
+        op.get()->command().reset_redirections();
         delayed_.add(std::move(op));
         if (std::exchange(retry_armed_, true))
             return;
@@ -756,12 +778,19 @@ private:
         });
     }
 
-    // A node answered that `r.op` did not run there.
+    // A node answered that `r.op` did not run there. The WAIT that confirms it (if any) goes
+    // with it, right after it: on the node that runs it, it counts that node's replicas.
     void follow(const node& from, redirect r)
     {
         command_op_ptr op(r.op);
+        command_op_ptr wait(r.wait);
         if (r.what == redirect::kind::retry)
-            return delay(std::move(op));
+        {
+            delay(std::move(op));
+            if (wait.get())
+                delay(std::move(wait));
+            return;
+        }
         node& to = node_at(r.host.empty() ? from.host : r.host, r.port);
         if (r.what == redirect::kind::moved)
         {
@@ -769,10 +798,13 @@ private:
             want_slots();
         }
         route(std::move(op), &to, r.what == redirect::kind::ask);
+        if (wait.get())
+            route(std::move(wait), &to);
     }
 
     // The map of the slots may be stale: it is asked again from a node whose link is up (after the
-    // question in flight, if there is one). With none up, every node not trying is started.
+    // question in flight, if there is one, and at most once per reconnect_delay_min). With none
+    // up, every node not trying is started.
     void want_slots()
     {
         if (slots_.empty() || closed_)
@@ -781,26 +813,63 @@ private:
         if (slots_link_)
             return;
         for (const std::unique_ptr<node>& n : nodes_)
-            if (n->command.fsm.ready())
+            if (!n->standalone && n->command.fsm.ready())
                 return ask_slots(n->command);
         for (const std::unique_ptr<node>& n : nodes_)
-            if (!n->command.fsm.started())
+            if (!n->standalone && !n->command.fsm.started())
                 perform(n->command, n->command.fsm.start());
     }
 
     void ask_slots(link& l)
     {
+        const slot_map_refresh::clock::time_point now = slot_map_refresh::clock::now();
+        if (!slots_refresh_.may_ask(now))
+        {
+            if (std::exchange(slots_timer_armed_, true))
+                return;
+            slots_timer_.expires_at(slots_refresh_.due());
+            slots_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+                self->slots_timer_armed_ = false;
+                if (!ec && self->slots_wanted_)
+                    self->want_slots();
+            });
+            return;
+        }
+        slots_refresh_.asked(now);
         slots_wanted_ = false;
         slots_link_ = &l;
         write(l, l.home->requests.slots_query());
     }
 
+    // The node `n` answered CLUSTER SLOTS with `r`: its cluster support is disabled. It is never
+    // used: its commands go to another node, or, with none left, they all fail.
+    void drop_standalone(node& n, const reply& r)
+    {
+        n.standalone = true;
+        perform(n.command, n.command.fsm.close());
+        if (only_standalone())
+        {
+            for (const std::unique_ptr<node>& each : nodes_)
+                each->requests.fail_queued(error::cluster_disabled, r);
+            delayed_.fail_queued(error::cluster_disabled, r);
+            return;
+        }
+        for (command_op_base* op : n.requests.take_queued_unless([](int) { return false; }))
+            route(command_op_ptr(op));
+        want_slots();
+    }
+
     // CLUSTER SLOTS answered `r` on the link of `from`: [[first, last, [host, port, ...], replicas...],
     // ...]. The commands queued for a node that no longer serves their slot go to the one that
     // does; a node that serves nothing and cannot be reached is left alone.
-    void learn_slots(const node& from, const reply& r)
+    void learn_slots(node& from, const reply& r)
     {
         slots_link_ = nullptr;
+        if (is_cluster_disabled(r))
+            return drop_standalone(from, r);
+        // Any other answer (an error: an ACL without CLUSTER SLOTS) lets the commands go, to
+        // follow the nodes' redirections.
+        map_known_ = true;
         if (r.kind == reply_kind::array)
         {
             std::vector<node*> slots(slot_count, nullptr);
@@ -841,6 +910,8 @@ private:
                     perform(here->command, here->command.fsm.park());
             }
         }
+        for (const std::unique_ptr<node>& n : nodes_)
+            flush(*n);
         if (slots_wanted_)
             want_slots();
     }
@@ -945,10 +1016,11 @@ private:
             }));
     }
 
-    // Writes every command queued for `n`, in one batch, once its link is ready.
+    // Writes every command queued for `n`, in one batch, once its link is ready; in a cluster,
+    // once the map was first answered, so that none runs on a standalone server given as a node.
     void flush(node& n)
     {
-        if (n.command.fsm.ready() && n.requests.has_queued())
+        if ((slots_.empty() || map_known_) && n.command.fsm.ready() && n.requests.has_queued())
             write(n.command, n.requests.take_commands());
     }
 
@@ -967,6 +1039,7 @@ private:
         for (link* l : {&subscriber_link_, &watch_link_})
             perform(*l, l->fsm.close());
         retry_timer_.cancel();
+        slots_timer_.cancel();
         delayed_.close();
         subscriptions_.clear();
         connect_listeners_.clear();
@@ -987,8 +1060,12 @@ private:
     std::vector<node*> slots_;                 // in a cluster, the node of each slot (null: unknown)
     link* slots_link_ = nullptr;               // where CLUSTER SLOTS awaits its reply
     bool slots_wanted_ = false;                // the map must be asked (again)
-    request_pipeline delayed_;                 // commands to send again (TRYAGAIN, CLUSTERDOWN)
-    boost::asio::steady_timer retry_timer_;    // when they go
+    bool map_known_ = false;                   // the map was answered once: commands may be written
+    slot_map_refresh slots_refresh_;           // when it may be asked again
+    boost::asio::steady_timer slots_timer_;    // until then
+    bool slots_timer_armed_ = false;
+    request_pipeline delayed_;              // commands to send again (TRYAGAIN, CLUSTERDOWN)
+    boost::asio::steady_timer retry_timer_; // when they go
     bool retry_armed_ = false;
     link subscriber_link_;
     link watch_link_;

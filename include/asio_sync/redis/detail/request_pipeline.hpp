@@ -97,6 +97,7 @@ struct redirect
     std::string host; // empty: the node that answered
     std::uint16_t port = 0;
     command_op_base* op = nullptr;
+    command_op_base* wait = nullptr; // the WAIT that confirms `op`: written after it, where it goes
 };
 
 // Whether `text` is a decimal number of at most `max`, and nothing else; if so, it is in `value`.
@@ -135,6 +136,14 @@ inline bool parse_redirect(const reply& r, redirect& out)
     out.host = std::string(rest.substr(space + 1, colon - space - 1));
     out.port = static_cast<std::uint16_t>(port);
     return true;
+}
+
+// Whether `r`, the answer to CLUSTER SLOTS, says that the server is not a cluster node: it must
+// not serve a connection made for a cluster as if it were one.
+inline bool is_cluster_disabled(const reply& r) noexcept
+{
+    return r.kind == reply_kind::error &&
+           std::string_view(r.text).find("cluster support disabled") != std::string_view::npos;
 }
 
 // Completes `op`; a handler that cannot be submitted (its executor or allocator threw) is gone,
@@ -313,14 +322,38 @@ public:
             }
             if (follow_redirects_ && p.op && parse_redirect(r, redirect_))
             {
-                // Not run here. A WAIT written after it for its slot would count the replicas of
+                // Not run here. The WAIT written right after it for its slot (as the semaphore's
+                // engine sends one after each durable call) confirms it: it follows it, to be
+                // written after it on the link of the node that runs it, and its reply here is
+                // dropped. Any other WAIT written after it for its slot would count the replicas of
                 // writes that are not its: it says nothing.
-                redirect_.op = p.op;
                 const int slot = p.op->command().slot();
+                const auto next = std::find_if(pending_.begin(), pending_.end(), [](const pending& later) {
+                    return later.what == awaited::command;
+                });
+                command_op_base* follower = nullptr;
+                if (slot >= 0 && next != pending_.end() && next->op && next->op->command().waits() &&
+                    next->op->command().slot() == slot)
+                    follower = std::exchange(next->op, nullptr);
                 for (pending& later : pending_)
                     if (later.op && later.op->command().waits() &&
                         (later.op->command().slot() == slot || later.op->command().slot() < 0))
                         later.unconfirmed = true;
+                // MOVED and ASK followed at once are bounded: nodes whose maps disagree would send
+                // it back and forth for ever. TRYAGAIN and CLUSTERDOWN make it wait (bounded by its
+                // caller's deadline), and it counts again from there.
+                if (redirect_.what == redirect::kind::retry)
+                    p.op->command().reset_redirections();
+                else if (p.op->command().count_redirection() > redirect_limit_)
+                {
+                    redirect_ = {};
+                    if (follower)
+                        complete_command(follower, error::too_many_redirections, {});
+                    complete_command(p.op, error::too_many_redirections, {});
+                    return reply_answer::command;
+                }
+                redirect_.op = p.op;
+                redirect_.wait = follower;
                 return reply_answer::redirected;
             }
             if (p.op && p.unconfirmed)
@@ -409,8 +442,14 @@ public:
     void requeue_read_only(bool on) noexcept { requeue_read_only_ = on; }
 
     // In a cluster: a caller's command answered with a redirection (see parse_redirect) is handed
-    // back (on_reply answers redirected) instead of completing with the error.
-    void follow_redirects(bool on) noexcept { follow_redirects_ = on; }
+    // back (on_reply answers redirected) instead of completing with the error; one answered with
+    // MOVED or ASK more than `limit` times in a row (without waiting in between: TRYAGAIN,
+    // CLUSTERDOWN) completes with error::too_many_redirections.
+    void follow_redirects(bool on, std::size_t limit = 16) noexcept
+    {
+        follow_redirects_ = on;
+        redirect_limit_ = limit;
+    }
 
     static constexpr std::string_view ping_bytes = "*1\r\n$4\r\nPING\r\n";
     static constexpr std::string_view asking_bytes = "*1\r\n$6\r\nASKING\r\n";
@@ -450,6 +489,7 @@ private:
     bool closed_ = false;
     bool requeue_read_only_ = false;
     bool follow_redirects_ = false;
+    std::size_t redirect_limit_ = 16;
     redirect redirect_;
     reply slots_;
 };
