@@ -230,6 +230,8 @@ void through_a_migration_held_open(unsigned durable_replicas)
     const std::size_t lost_holds = asio_sync::test::check_fleet(log, fault_at);
     BOOST_TEST(lost_holds == 0u);
     BOOST_TEST(asio_sync::test::peak(log.holds) <= capacity);
+}
+
 // The number after `field` (as in "cmdstat_cluster|slots:calls=" or "errorstat_MOVED:count=") in
 // an INFO section of `s`; 0 if absent.
 std::uint64_t info_count(const redis_server& s, const std::string& section, const std::string& field)

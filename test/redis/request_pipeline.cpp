@@ -362,14 +362,16 @@ BOOST_FIXTURE_TEST_CASE(a_redirected_command_is_handed_back_and_a_wait_after_it_
 
 // Table rows: the commands written (a WAIT given a key's slot is sent for it, as the semaphore's
 // engine sends its WAITs), the first one answered with a redirection, then the others' replies.
-// The WAIT written right after it for its slot follows it (handed back with it, its reply here
-// dropped); any other WAIT after it for its slot, or keyless, says nothing.
+// The WAIT that names it follows it, wherever it is; else an unnamed WAIT written right after it
+// for its slot (handed back with it, its reply here dropped); any other WAIT after it for its slot,
+// or keyless, says nothing.
 BOOST_AUTO_TEST_CASE(the_wait_right_after_a_redirected_command_of_its_slot_follows_it)
 {
     struct command
     {
         std::vector<std::string_view> args;
         const char* wait_for = nullptr; // a WAIT sent for this key's slot
+        std::uint64_t confirms = 0;     // a WAIT naming the command with this id
     };
     struct row
     {
@@ -385,7 +387,19 @@ BOOST_AUTO_TEST_CASE(the_wait_right_after_a_redirected_command_of_its_slot_follo
     const command wait_any{{"WAIT", "1", "100"}};
     const command get_a{{"GET", "a"}};
     const command set_b{{"SET", "b", "1"}};
+    const command wait_a_for_1{{"WAIT", "1", "100"}, "a", 1};
+    const command wait_a_for_7{{"WAIT", "1", "100"}, "a", 7};
     const row rows[] = {
+        {"the WAIT that names it, past another command of its slot",
+         {set_a, get_a, wait_a_for_1},
+         "ASK 15495 :7002",
+         3,
+         {"2 R"}},
+        {"not a WAIT that names another command, even right after it",
+         {set_a, wait_a_for_7},
+         "ASK 15495 :7002",
+         0,
+         {"2 connection_lost"}},
         {"after ASK", {set_a, wait_a}, "ASK 15495 127.0.0.1:7002", 2, {}},
         {"after MOVED", {set_a, wait_a}, "MOVED 15495 127.0.0.1:7002", 2, {}},
         {"into the wait after TRYAGAIN", {set_a, wait_a}, "TRYAGAIN slot migrating", 2, {}},
@@ -426,6 +440,7 @@ BOOST_AUTO_TEST_CASE(the_wait_right_after_a_redirected_command_of_its_slot_follo
                 op->command() = formatted_command::format_for_pipeline(c.args);
                 if (c.wait_for)
                     op->command().route_to(redis::detail::key_slot(c.wait_for));
+                op->command().confirm(c.confirms);
                 pipeline.add(command_op_ptr(op));
             }
             pipeline.take_commands();

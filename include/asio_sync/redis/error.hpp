@@ -124,6 +124,7 @@ enum class error
     /// the overlap they bound). Checked on each connect, where the server lets the connection read
     /// its configuration.
     replica_policy,
+
     /// In a Redis Cluster, the command met more `MOVED` or `ASK` redirections in a row than
     /// `connection_options::max_redirections` (nodes whose maps disagree send it back and forth).
     /// It did not run on the nodes that redirected it; the connection keeps serving the others.

@@ -143,6 +143,11 @@ public:
     // WAIT: its reply counts the replicas that have the writes made before it on its link.
     bool waits() const noexcept { return waits_; }
 
+    // A WAIT sent to confirm the command `id` (written right before it, in one step): wherever a
+    // redirection sends that command, this WAIT goes with it, and with no other. 0: none named.
+    void confirm(std::uint64_t id) noexcept { confirms_ = id; }
+    std::uint64_t confirms() const noexcept { return confirms_; }
+
     // In a cluster: one more MOVED or ASK met; how many since the command last waited.
     std::size_t count_redirection() noexcept { return ++redirections_; }
 
@@ -205,6 +210,7 @@ private:
     boost::system::error_code rejection_;
     int slot_ = -1;
     bool waits_ = false;
+    std::uint64_t confirms_ = 0;
     bool requeued_ = false;
     std::size_t redirections_ = 0;
 };

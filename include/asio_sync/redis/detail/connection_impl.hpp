@@ -141,6 +141,15 @@ public:
         run([op = std::move(op)](connection_impl& self) mutable { self.route(std::move(op)); });
     }
 
+    // Two commands routed in one step: nothing comes between them on their link.
+    void execute(command_op_ptr first, command_op_ptr second)
+    {
+        run([first = std::move(first), second = std::move(second)](connection_impl& self) mutable {
+            self.route(std::move(first));
+            self.route(std::move(second));
+        });
+    }
+
     // Cancels the command `id`, if it is still queued or awaits its reply.
     void cancel(std::uint64_t id, boost::asio::cancellation_type_t type)
     {

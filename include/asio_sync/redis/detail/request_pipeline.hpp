@@ -322,15 +322,24 @@ public:
             }
             if (follow_redirects_ && p.op && parse_redirect(r, redirect_))
             {
-                // Not run here. The WAIT written right after it for its slot (as the semaphore's
-                // engine sends one after each durable call) confirms it: it follows it, to be
-                // written after it on the link of the node that runs it, and its reply here is
-                // dropped. Any other WAIT written after it for its slot would count the replicas of
-                // writes that are not its: it says nothing.
+                // Not run here. The WAIT that confirms it follows it, to be written after it on the
+                // link of the node that runs it, and its reply here is dropped: the one that names
+                // it (as the semaphore's engine sends one with each durable call), or else an
+                // unnamed WAIT of its slot written right after it. Any other WAIT written after it
+                // for its slot would count the replicas of writes that are not its: it says
+                // nothing. (A WAIT named for another command never follows this one, even right
+                // after it: it would confirm on the target a command that ran here.)
                 const int slot = p.op->command().slot();
-                const auto next = std::find_if(pending_.begin(), pending_.end(), [](const pending& later) {
-                    return later.what == awaited::command;
+                auto next = std::find_if(pending_.begin(), pending_.end(), [&](const pending& later) {
+                    return later.op && later.op->command().confirms() == p.op->id();
                 });
+                if (next == pending_.end())
+                {
+                    next = std::find_if(pending_.begin(), pending_.end(),
+                                        [](const pending& later) { return later.what == awaited::command; });
+                    if (next != pending_.end() && next->op && next->op->command().confirms() != 0)
+                        next = pending_.end();
+                }
                 command_op_base* follower = nullptr;
                 if (slot >= 0 && next != pending_.end() && next->op && next->op->command().waits() &&
                     next->op->command().slot() == slot)

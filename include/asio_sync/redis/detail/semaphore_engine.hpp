@@ -484,7 +484,8 @@ private:
     }
 
     // Sends a call of the library and hands its decoded answer to `handler`. With durable grants,
-    // the call is followed by WAIT on the same link (which covers every earlier write of the link,
+    // the call is followed, in one step, by a WAIT that names it, on the same link (a redirection
+    // takes the WAIT along; it covers every earlier write of the link,
     // so also a grant that another process's call made before this renewal), and an answer that
     // reports state the server keeps (granted, queued, resized) is handed on only if WAIT confirms
     // `durable_replicas_` replicas; otherwise the handler hears connection_lost: the outcome is
@@ -543,20 +544,31 @@ private:
             bool confirmed = false;
             boost::system::error_code wait_refused;
         };
+        const std::shared_ptr<connection_impl> impl = link_.lock();
+        if (!impl)
+            return;
         auto state = std::make_shared<confirmation>(std::move(handler));
-        execute(args, [state](boost::system::error_code ec, const reply& r) {
-            const semaphore_reply answer = decode_semaphore_reply(ec, r);
-            state->arrived(&answer, false);
-        });
-        execute({"WAIT", std::to_string(durable_replicas_), std::to_string(wait_timeout_.count())},
-                [state, wanted = durable_replicas_](boost::system::error_code ec, const reply& acks) {
-                    state->arrived(nullptr,
-                                   !ec && acks.kind == reply_kind::integer &&
-                                       acks.integer >= static_cast<std::int64_t>(wanted),
-                                   decode_semaphore_reply(ec, acks).error == redis::error::no_permission
-                                       ? boost::system::error_code(redis::error::no_permission)
-                                       : boost::system::error_code());
-                });
+        formatted_command call = formatted_command::format_for_pipeline(args);
+        call.route_to(script_.slot());
+        formatted_command wait = formatted_command::format_for_pipeline(std::vector<std::string>{
+            "WAIT", std::to_string(durable_replicas_), std::to_string(wait_timeout_.count())});
+        wait.route_to(script_.slot());
+        start_confirmed_command(
+            impl, executor_,
+            [state](boost::system::error_code ec, const reply& r) {
+                const semaphore_reply answer = decode_semaphore_reply(ec, r);
+                state->arrived(&answer, false);
+            },
+            std::move(call),
+            [state, wanted = durable_replicas_](boost::system::error_code ec, const reply& acks) {
+                state->arrived(nullptr,
+                               !ec && acks.kind == reply_kind::integer &&
+                                   acks.integer >= static_cast<std::int64_t>(wanted),
+                               decode_semaphore_reply(ec, acks).error == redis::error::no_permission
+                                   ? boost::system::error_code(redis::error::no_permission)
+                                   : boost::system::error_code());
+            },
+            std::move(wait));
     }
 
     // Sends a command, as the connection's async_execute does, to the node of the semaphore's

@@ -21,12 +21,12 @@ namespace asio_sync::redis {
 
 namespace detail {
 
-// What async_execute does with a formatted command, on the implementation `impl` with the I/O
-// executor `ex`: also the way of the semaphore's engine, which holds the implementation rather
-// than the connection object.
-template <class Executor, class Handler>
-void start_command(const std::shared_ptr<connection_impl>& impl, const Executor& ex, Handler handler,
-                   formatted_command command)
+// The operation of a formatted command, on the implementation `impl` with the I/O executor `ex`,
+// and `start` called with it; or, for a command that may not be sent, the handler completed with
+// why, and `start` not called.
+template <class Executor, class Handler, class Start>
+void make_command(const std::shared_ptr<connection_impl>& impl, const Executor& ex, Handler handler,
+                  formatted_command command, Start start)
 {
     using op_type = command_op<Handler, Executor>;
 
@@ -50,7 +50,7 @@ void start_command(const std::shared_ptr<connection_impl>& impl, const Executor&
         slot.template emplace<command_cancellation>(impl, id);
     BOOST_TRY
     {
-        impl->execute(std::move(owned));
+        start(std::move(owned));
     }
     BOOST_CATCH(...)
     {
@@ -60,6 +60,35 @@ void start_command(const std::shared_ptr<connection_impl>& impl, const Executor&
         BOOST_RETHROW
     }
     BOOST_CATCH_END
+}
+
+// What async_execute does with a formatted command: also the way of the semaphore's engine, which
+// holds the implementation rather than the connection object.
+template <class Executor, class Handler>
+void start_command(const std::shared_ptr<connection_impl>& impl, const Executor& ex, Handler handler,
+                   formatted_command command)
+{
+    make_command(impl, ex, std::move(handler), std::move(command),
+                 [&impl](command_op_ptr op) { impl->execute(std::move(op)); });
+}
+
+// A command and the WAIT that confirms it, queued in one step, so that no other command comes
+// between them on their link; the WAIT names the command, so that it follows it through
+// redirections and no other. If the command may not be sent, the WAIT goes alone.
+template <class Executor, class Handler, class WaitHandler>
+void start_confirmed_command(const std::shared_ptr<connection_impl>& impl, const Executor& ex,
+                             Handler handler, formatted_command command, WaitHandler wait_handler,
+                             formatted_command wait)
+{
+    const bool refused = static_cast<bool>(command.rejection());
+    make_command(impl, ex, std::move(handler), std::move(command), [&](command_op_ptr op) {
+        wait.confirm(op.get()->id());
+        make_command(impl, ex, std::move(wait_handler), std::move(wait), [&](command_op_ptr confirming) {
+            impl->execute(std::move(op), std::move(confirming));
+        });
+    });
+    if (refused)
+        start_command(impl, ex, std::move(wait_handler), std::move(wait));
 }
 
 } // namespace detail
