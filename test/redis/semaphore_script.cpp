@@ -1126,6 +1126,21 @@ BOOST_FIXTURE_TEST_CASE(an_entry_whose_deadline_is_the_server_clock_has_expired_
     BOOST_TEST(try_acquire("c", 2) == "granted\nF2\n2");
 }
 
+// A holder whose lease has passed renews: its entry is reaped and it hears lost, and the permits it
+// freed serve the queue in the same call (as every other writing call that reaps does), not at
+// the waiter's own renewal a third of a lease later.
+BOOST_FIXTURE_TEST_CASE(a_renewal_that_reaps_its_own_expired_lease_serves_the_queue, set_clock_fixture)
+{
+    capacity = 1;
+    set_clock_us(origin_us);
+    BOOST_TEST(acquire("a", 1, 100ms) == "granted\nF1\n1");
+    BOOST_TEST(acquire("b", 1) == "queued\n1");
+    set_clock_us(origin_us + 200'000); // a's lease has passed
+    BOOST_TEST(renew("a", long_lease) == "lost");
+    BOOST_TEST(status("b") == "granted\nF2\n1");
+    BOOST_TEST(check() == "ok\n1\n1\n0");
+}
+
 // ---- resizing
 
 BOOST_FIXTURE_TEST_CASE(a_larger_capacity_serves_the_queue_in_order_at_once, semaphore_fixture)
