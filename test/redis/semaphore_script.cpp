@@ -775,6 +775,29 @@ BOOST_AUTO_TEST_CASE(a_key_deleted_from_an_idle_semaphore_is_made_again_by_the_n
     }
 }
 
+// "Resetting a semaphore": meta, deadlines and queue deleted while a permit is held; the next writing
+// call, whichever it is, makes every deleted key again (all five exist together).
+BOOST_AUTO_TEST_CASE(the_next_writing_call_after_a_reset_makes_the_deleted_keys_again)
+{
+    for (const char* call : {"release", "resize"})
+    {
+        BOOST_TEST_CONTEXT(call)
+        {
+            semaphore_fixture f;
+            BOOST_TEST(f.acquire("a", 1) == "granted\nF1\n1");
+            const std::uint64_t a_fence = f.fence_of("a");
+            f.command({"DEL", f.jobs.key(semaphore_key::meta), f.jobs.key(semaphore_key::deadlines),
+                       f.jobs.key(semaphore_key::queue)});
+            if (std::string_view(call) == "release")
+                BOOST_TEST(f.release("a", a_fence) == "state_lost");
+            else
+                BOOST_TEST(f.resize("r", 4) == "resized\n4\nsettled");
+            BOOST_TEST(f.command({"DBSIZE"}) == "5");
+            BOOST_TEST(f.check() == "ok\n0\n0\n0");
+        }
+    }
+}
+
 // A zset of another type on a name without meta fails a writing call with WRONGTYPE, having changed
 // nothing (it is not lost state to be deleted and started afresh).
 BOOST_AUTO_TEST_CASE(a_zset_of_another_type_on_a_new_name_is_wrongtype_and_changes_nothing)
