@@ -12,6 +12,8 @@
 // primary is killed so that its replica takes over. Through both, every acquire completes exactly
 // once, fences are unique and an acquire started after another was granted gets a larger fence, no
 // hold is lost and at no instant do more than `capacity` holders believe they hold a permit.
+// A semaphore that lost a key while idle is refused on both nodes during a migration (a defect of
+// the library: that test fails until it is fixed).
 
 #include <asio_sync/redis/fenced_set.hpp>
 #include <asio_sync/redis/semaphore.hpp>

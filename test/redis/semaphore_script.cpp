@@ -10,7 +10,10 @@
 // time left they report, leases of holders and waiters, bounded reaping, lost state (each key
 // deleted while permits are held, and eviction), the watch of the earliest deadline, errors that
 // change nothing, the five keys made together without expiry, the hash tag, FUNCTION FLUSH and a restart, and a long random run
-// checked step by step against a model and against the library's own invariant check.
+// checked step by step against a model and against the library's own invariant check. Some tests pin
+// defects of the library and fail until it is fixed: keys not made again after a deletion or a reset,
+// WRONGTYPE cases that change keys, a state left by version 3 kept with its expiries, and a renewal
+// that reaps without serving the queue.
 
 #include <asio_sync/redis/detail/semaphore_script.hpp>
 
@@ -972,7 +975,7 @@ BOOST_FIXTURE_TEST_CASE(the_five_keys_are_made_together_and_never_expire, semaph
 }
 
 // The state that the library's version 3 left: meta, deadlines and queue expiring a minute after
-// the horizon, no placeholders, no capacity key while never resized (the expiry here is two seconds
+// the horizon, no placeholders, no capacity key while never resized (the expiry here is three seconds
 // away instead of a minute, the same state sooner). The first call of this version takes it over:
 // its keys stop expiring and all five exist, so that a holder granted by this version keeps its
 // permit past the expiry that version 3 had set.
@@ -986,7 +989,7 @@ BOOST_FIXTURE_TEST_CASE(a_state_left_by_version_3_is_taken_over_without_expiries
     command({"ZREM", jobs.key(semaphore_key::queue), ""});
     command({"DEL", jobs.key(semaphore_key::capacity)});
     for (const semaphore_key k : {semaphore_key::meta, semaphore_key::deadlines, semaphore_key::queue})
-        BOOST_TEST_REQUIRE(command({"PEXPIRE", jobs.key(k), "2000"}) == "1");
+        BOOST_TEST_REQUIRE(command({"PEXPIRE", jobs.key(k), "3000"}) == "1");
     const long long expiry = std::stoll(command({"PEXPIRETIME", jobs.key(semaphore_key::meta)}));
 
     BOOST_TEST(release("a") == "released\n1"); // c is served
