@@ -17,6 +17,8 @@
 // user would: a seed that is a standalone server is never used, and nodes whose maps disagree
 // (MOVED back and forth) fail a command after the redirection limit, the map asked at most once
 // per reconnect_delay_min.
+// A semaphore that lost a key while idle has it made again by its next call, and a migration then
+// serves it.
 
 #include <asio_sync/redis/fenced_set.hpp>
 #include <asio_sync/redis/semaphore.hpp>
@@ -321,6 +323,50 @@ BOOST_AUTO_TEST_CASE(a_migration_held_open_serves_an_idle_and_a_busy_semaphore)
 BOOST_AUTO_TEST_CASE(a_migration_held_open_serves_an_idle_and_a_busy_durable_semaphore)
 {
     through_a_migration_held_open(1);
+}
+
+// A key deleted by hand from an idle semaphore, then writing calls (which, as "Resetting a
+// semaphore" promises, make every deleted key again): a migration of its slot then serves its calls
+// on the source while every key is there, and on the target (after ASK) once they all moved. The
+// capacity key is also the one that the library's version 3 left absent on a semaphore never
+// resized.
+BOOST_AUTO_TEST_CASE(a_migration_serves_a_semaphore_that_lost_a_key_while_idle)
+{
+    redis_cluster cluster;
+    for (const redis::detail::semaphore_key k :
+         {redis::detail::semaphore_key::deadlines, redis::detail::semaphore_key::capacity})
+    {
+        BOOST_TEST_CONTEXT("key " << static_cast<int>(k))
+        {
+            const redis::detail::semaphore_script s("lost-key-" + std::to_string(static_cast<int>(k)));
+            const auto acquire = [&](const std::string& id) {
+                return s.acquire(id, 1, 3, 60000ms, redis::detail::acquire_mode::wait);
+            };
+            const int slot = s.slot();
+            redis_server& from = cluster.owner(slot);
+            redis_server& to = &from == &cluster.server(0) ? cluster.server(1) : cluster.server(0);
+            for (redis_server* node : {&from, &to})
+                BOOST_TEST_REQUIRE(node->command(redis::detail::semaphore_script::load_command()) ==
+                                   "asio_sync_v4");
+            BOOST_TEST(from.execute(acquire("a")).elements.at(0).text == "granted");
+            BOOST_TEST(from.command(s.release("a", 0)) == "released\n1");
+            from.command({"DEL", s.key(k)});
+            BOOST_TEST(from.execute(acquire("b")).elements.at(0).text == "granted");
+            BOOST_TEST(from.command(s.release("b", 0)) == "released\n1");
+
+            cluster.open_migration(slot, from, to);
+            const std::string on_source = from.execute(acquire("c")).to_text();
+            BOOST_TEST(on_source.rfind("granted", 0) == 0u, "every key on the source: " << on_source);
+            cluster.move_keys(slot, from, to, 100);
+            BOOST_TEST(from.execute(acquire("d")).to_text().rfind("ASK ", 0) == 0u);
+            redis_server::client asking(to);
+            BOOST_TEST(asking.command({"ASKING"}) == "OK");
+            const std::string on_target = asking.execute(acquire("d")).to_text();
+            BOOST_TEST(on_target.rfind("granted", 0) == 0u, "every key on the target: " << on_target);
+            cluster.hand_over(slot, to);
+            BOOST_TEST(to.execute(acquire("e")).elements.at(0).text == "granted");
+        }
+    }
 }
 
 // The primary of a busy durable semaphore is killed; the cluster promotes one of its two replicas
