@@ -36,7 +36,7 @@ namespace asio_sync::redis {
 struct semaphore_status
 {
     /// The capacity in force in Redis: stored by the last resize, or else declared by the first
-    /// acquire; 0 if neither (or the keys of a semaphore never resized expired while it was idle).
+    /// acquire; 0 if neither.
     std::size_t capacity = 0;
 
     /// The permits held across the fleet under leases that have not lapsed.

@@ -6,8 +6,9 @@
 -- functions persist across restarts and replicate.
 --
 -- State of a semaphore named S (every key carries the hash tag {S}, so one cluster slot holds all):
---   meta       hash: epoch, seq, capacity, used, holders, waiters, lease, horizon, quiet, stamp, calm
---              (below), and for each id a field '#<id>': '<n>:<fence>' for a holder, '<n>' for a waiter
+--   meta       hash: epoch, seq, capacity, used, holders, waiters, lease, horizon, quiet, stamp, calm,
+--              version (below), and for each id a field '#<id>': '<n>:<fence>' for a holder, '<n>'
+--              for a waiter
 --   deadlines  zset: id -> lease deadline (server ms), holders and waiters alike
 --   queue      zset: waiter id -> ticket
 --   horizon    string: no deadline of a live lease is later than it (server ms)
@@ -21,7 +22,8 @@
 -- of the horizon key; quiet the server time before which nothing is granted (0: none); stamp the
 -- token of the resize in force (absent or 0: the capacity was declared, never resized); calm the
 -- stamp of the latest resize under which the permits held came down to its capacity (equal to
--- stamp unless a shrink is pending).
+-- stamp unless a shrink is pending); version '4', written by the call that made the state or took
+-- it over from version 3 (whose keys expired while idle: that call removes their expiries).
 --
 -- Capacity. The first acquire of a semaphore without state declares its capacity, unless the
 -- capacity key holds one: a resize outlives lost state, so that it never reverts to a declared
@@ -51,13 +53,16 @@
 -- lease) moves it to now + twice the longest lease.
 --
 -- Why the keys never expire, and all exist or none: a call names all five, and while its hash slot
--- migrates between the nodes of a Redis Cluster, Redis refuses (TRYAGAIN) a call naming several keys
--- unless one node holds them all. Keys that exist in some states and not in others (a queue while
--- nobody waits, a capacity never resized, a state expired while idle) would be missing on both nodes
--- and refused for the whole migration. With the five keys always together, the call runs on the node
--- that holds them (the target after ASK once they moved); only a semaphore's very first call, before
--- any key exists, waits for the end of its slot's migration. The price: about 600 bytes of Redis
--- memory per semaphore name, for as long as the data lasts.
+-- migrates between the nodes of a Redis Cluster, Redis refuses (TRYAGAIN) a call naming several
+-- keys unless one node holds them all. Keys that exist in some states and not in others (a queue
+-- while nobody waits, a capacity never resized, a state expired while idle) would be missing on
+-- both nodes and refused for the whole migration. So every writing call of the general path makes
+-- again a key that is missing (deleted by hand, or never made by version 3), the fast acquire
+-- writes the placeholder of deadlines with its entry and leaves any other missing key to the
+-- general path. With the five keys always together, the call runs on the node that holds them (the
+-- target after ASK once they moved); only a semaphore's very first call, before any key exists,
+-- waits for the end of its slot's migration. The price: about 700 bytes of Redis memory per
+-- semaphore name, for as long as the data lasts.
 --
 -- Every writing call reads TIME at most once (it moves during a script on 7.0), reads before it
 -- writes (so a key of another type fails it with WRONGTYPE before anything changed) and writes at the
@@ -150,6 +155,7 @@ local ERROR = {
 local INFO = '#' -- the prefix of an id's field in meta
 local PLACEHOLDER = '' -- the member that keeps deadlines and queue in existence
 local NEVER_RESIZED = '-' -- the capacity key of a semaphore never resized
+local VERSION = '4' -- meta's field `version`: the keys of this state are kept as this version keeps them
 local CHUNK = 1000 -- elements passed to one command at most (Lua's unpack has a limit)
 
 -- The decimal digits of an integer, for text: Lua's own conversion drops digits beyond 14 (those
@@ -270,6 +276,7 @@ local function new_state(keys, id, call_lease, m)
     s.read_seq, s.read_capacity, s.read_used, s.read_holders = seq, capacity, used, holders
     s.read_waiters, s.read_lease, s.read_horizon, s.read_quiet = waiters, lease, horizon, quiet
     s.stamp, s.calm, s.read_stamp, s.read_calm = stamp, calm, stamp, calm
+    s.read_version = m[13]
     s.now, s.now_us, s.absent, s.reset, s.heads, s.scanned = nil, nil, nil, nil, nil, 0
     s.lost_unknown = nil
     s.gone, s.deadline, s.durable, s.resized = nil, nil, nil, nil
@@ -345,14 +352,15 @@ local function start_afresh(s)
     s.absent, s.reset = nil, true
     s.read_seq, s.read_capacity, s.read_used, s.read_holders, s.read_waiters = nil, nil, nil, nil, nil
     s.read_lease, s.read_horizon, s.read_quiet, s.read_stamp, s.read_calm = nil, nil, nil, nil, nil
+    s.read_version = nil
     s.queue_removed, s.queue_added, s.deadlines_removed, s.deadlines_added = nil, nil, nil, nil
     s.fields_removed, s.fields_set, s.messages = nil, nil, nil
 end
 
--- meta's fields in the order of SCALARS, then the caller's own field.
+-- meta's fields in the order of SCALARS, then the caller's own field, then the version.
 local function read_meta(keys, id)
     return redis.call('HMGET', keys[META], 'epoch', 'seq', 'capacity', 'used', 'holders', 'waiters', 'lease',
-                      'horizon', 'quiet', 'stamp', 'calm', INFO .. id)
+                      'horizon', 'quiet', 'stamp', 'calm', INFO .. id, 'version')
 end
 
 -- Checks the other keys against meta's fields `m` where the call needs them: a writing call, with
@@ -371,8 +379,9 @@ local function load_state(keys, id, call_lease, m, now, now_us)
         -- meta is gone: lost, if a lease may still be live or other keys remain. A release, which
         -- knows no lease, leaves it to the next acquire or renewal.
         s.horizon = tonumber(redis.call('GET', keys[HORIZON]))
+        -- (ZCARD, not EXISTS: a key of another type fails the call rather than count as lost state)
         local lost = (s.horizon and s.horizon > read_clock(s)) or
-                         redis.call('EXISTS', keys[DEADLINES], keys[QUEUE]) > 0
+                         redis.call('ZCARD', keys[DEADLINES]) + redis.call('ZCARD', keys[QUEUE]) > 0
         if lost and call_lease > 0 then
             start_afresh(s)
         else
@@ -606,10 +615,17 @@ local function store_state(s)
         redis.call('DEL', keys[META], keys[DEADLINES], keys[QUEUE])
     end
     local made = s.reset or not s.read_seq -- a state made by this call: its keys too
-    if made then
-        redis.call('ZADD', keys[DEADLINES], '+inf', PLACEHOLDER)
-        redis.call('ZADD', keys[QUEUE], '+inf', PLACEHOLDER)
+    -- The placeholders, made again if a key was deleted; and a zset of another type fails the call
+    -- here, before anything is written.
+    redis.call('ZADD', keys[DEADLINES], 'NX', '+inf', PLACEHOLDER)
+    redis.call('ZADD', keys[QUEUE], 'NX', '+inf', PLACEHOLDER)
+    local adopted = not made and s.read_version ~= VERSION
+    if adopted then
+        for key = 1, KEY_COUNT do
+            redis.call('PERSIST', keys[key])
+        end
     end
+    local repair = made or adopted or redis.call('EXISTS', keys[HORIZON], keys[CAPACITY]) < 2
     if s.heads then
         write_deadlines(s)
         write_queue(s)
@@ -625,10 +641,14 @@ local function store_state(s)
     end
     if made then
         push(s, 'fields_set', 'epoch', s.epoch)
-        if not s.horizon then
-            s.horizon = read_clock(s) -- no lease yet (a resize): no deadline is later than now
-            redis.call('SET', keys[HORIZON], s.horizon)
-        end
+    end
+    if made or adopted then
+        push(s, 'fields_set', 'version', VERSION)
+    end
+    if repair then
+        -- no lease yet (a resize): no deadline is later than now
+        s.horizon = s.horizon or read_clock(s)
+        redis.call('SET', keys[HORIZON], s.horizon, 'NX')
         if not s.resized then
             redis.call('SET', keys[CAPACITY], NEVER_RESIZED, 'NX')
         end
@@ -713,7 +733,7 @@ end
 -- queued, no quiet period, no deadline passed, and the lease no longer than the longest seen, so
 -- that the new deadline stays within the horizon. Returns the reply, or nil and the clock it read.
 local function acquire_at_once(keys, id, n, capacity, lease, m)
-    if not m[1] or m[12] or m[6] ~= '0' or m[9] ~= '0' then
+    if not m[1] or m[12] or m[6] ~= '0' or m[9] ~= '0' or m[13] ~= VERSION then
         return nil
     end
     local seq, declared, used, holders = tonumber(m[2]), tonumber(m[3]), tonumber(m[4]), tonumber(m[5])
@@ -721,6 +741,9 @@ local function acquire_at_once(keys, id, n, capacity, lease, m)
     if not (seq and used and holders and longest and horizon) or declared ~= capacity or lease > longest or
         used + n > capacity then
         return nil
+    end
+    if redis.call('EXISTS', keys[QUEUE], keys[HORIZON], keys[CAPACITY]) < 3 then
+        return nil -- a key deleted by hand: the general path makes it again
     end
     local seconds, micros = server_time()
     local now, now_us = seconds * 1000 + math.floor(micros / 1000), seconds * 1000000 + micros
@@ -734,7 +757,7 @@ local function acquire_at_once(keys, id, n, capacity, lease, m)
         end
     end
     local fence = math.max(seq + 1, now_us)
-    redis.call('ZADD', keys[DEADLINES], now + lease, id)
+    redis.call('ZADD', keys[DEADLINES], now + lease, id, '+inf', PLACEHOLDER)
     redis.call('HSET', keys[META], INFO .. id, n .. ':' .. decimal(fence), 'seq', fence, 'used', used + n,
                'holders', holders + 1)
     return {REPLY.granted, fence, n, lease}
@@ -744,7 +767,8 @@ end
 -- nothing to settle.
 local function release_at_once(keys, id, m)
     local info = m[12]
-    if not (info and m[1] and m[6] == '0' and m[2] and m[3] and m[4] and m[5] and m[7] and m[8]) or
+    if not (info and m[1] and m[6] == '0' and m[2] and m[3] and m[4] and m[5] and m[7] and m[8] and
+            m[13] == VERSION) or
         tonumber(m[4]) > tonumber(m[3]) then
         return nil
     end
@@ -824,6 +848,7 @@ local function renew(keys, args)
     s.channel = channel
     reap(s)
     if not s.info then
+        serve(s) -- the permits of the entries reaped, its own among them
         store_state(s)
         return lost_reply(s, fence)
     end
@@ -1045,6 +1070,9 @@ local function check(keys, _)
     end
     if not (horizon and (durable or capacity_key == NEVER_RESIZED)) then
         return broken('meta without its other keys')
+    end
+    if scalars.version ~= tonumber(VERSION) then
+        return broken('a state of another version')
     end
     for _, field in ipairs(SCALARS) do
         if field ~= 'capacity' and field ~= 'stamp' and field ~= 'calm' and not scalars[field] then
