@@ -145,9 +145,11 @@ public:
         for (const holder_record& r : records_)
         {
             out << r.kind << '@' << r.address
-                << (r.unattributed ? " may hold" : r.holding ? " holds" : " waits") << " mode " << r.mode
-                << " coroutine " << r.task << " at " << r.file << ':' << r.line << " for "
-                << std::chrono::duration<double, std::milli>(now - r.since).count() << " ms";
+                << (r.unattributed ? " may hold"
+                    : r.holding    ? " holds"
+                                   : " waits")
+                << " mode " << r.mode << " coroutine " << r.task << " at " << r.file << ':' << r.line
+                << " for " << std::chrono::duration<double, std::milli>(now - r.since).count() << " ms";
             if (r.unattributed)
                 out << " (" << gone(r.primitive, r.mode) << " of " << count(r.primitive, r.mode, nullptr)
                     << " such released)";
@@ -196,14 +198,53 @@ private:
     }
 
     // Once as many unattributed releases as unattributed records, all of those have ended.
+    // Otherwise the records are kept few, so that readers that keep overlapping do not pile them
+    // up: the newest one goes with one release (as if it were the one that ended), unless another
+    // coroutine has at least as many records as releases: that coroutine would then look surely
+    // holding one more share than it may hold. This stops with two coroutines at that count or
+    // above, hence with at most twice as many records as shares held; with no release left, the
+    // records are attributed again.
     void settle(const void* primitive, std::size_t mode)
     {
-        if (count(primitive, mode, nullptr) > gone(primitive, mode))
-            return;
-        records_.remove_if([&](const holder_record& r) {
+        const auto same = [&](const holder_record& r) {
             return r.unattributed && r.primitive == primitive && r.mode == mode;
-        });
+        };
+        for (;;)
+        {
+            const std::size_t released = gone(primitive, mode);
+            if (count(primitive, mode, nullptr) <= released)
+            {
+                records_.remove_if(same);
+                break;
+            }
+            if (released == 0)
+            {
+                for (holder_record& r : records_)
+                    if (same(r))
+                        r.unattributed = false;
+                break;
+            }
+            auto newest = records_.end();
+            for (auto it = records_.begin(); it != records_.end(); ++it)
+                if (same(*it) && !another_reaches(primitive, mode, it->task, released))
+                    newest = it;
+            if (newest == records_.end())
+                return;
+            records_.erase(newest);
+            --gone_[{primitive, mode}];
+        }
         gone_.erase({primitive, mode});
+    }
+
+    // Whether a coroutine other than `task` has `n` unattributed records of `primitive` and
+    // `mode`, or more.
+    bool another_reaches(const void* primitive, std::size_t mode, const void* task, std::size_t n) const
+    {
+        for (const holder_record& r : records_)
+            if (r.unattributed && r.primitive == primitive && r.mode == mode && r.task != task &&
+                count(primitive, mode, r.task) >= n)
+                return true;
+        return false;
     }
 
     std::mutex mutex_;
