@@ -50,13 +50,13 @@ public:
     static constexpr bool enabled = detail::holder_registry_enabled;
 
     /// Lists every primitive that a recorded coroutine holds or waits for, one line per holder or
-    /// waiter: the primitive's kind and address, `holds`, `may hold` or `waits`, the mode (the permits asked
-    /// for: 1 is a mutex's lock or a shared lock, a shared mutex's writer asks for all its readers'
-    /// permits; an upgrade mutex's modes are 1 shared, 2 upgrade, 3 exclusive, 4 upgrading), the
-    /// coroutine, the file and line of the call that started the wait (see `call_site`) and the age
-    /// in milliseconds; after a `may hold` line, `(U of N such released)`: of the N records of that
-    /// primitive and mode listed so, U have ended, by unlocks it cannot attribute. Empty when
-    /// nothing is recorded.
+    /// waiter: the primitive's kind and address, `holds`, `may hold` or `waits`, the mode (the
+    /// permits asked for: 1 is a mutex's lock or a shared lock, a shared mutex's writer asks for
+    /// all its readers' permits; an upgrade mutex's modes are 1 shared, 2 upgrade, 3 exclusive, 4
+    /// upgrading), the coroutine, the file and line of the call that started the wait (see
+    /// `call_site`) and the age in milliseconds; after a `may hold` line, `(U of N such
+    /// released)`: of the N records of that primitive and mode listed so, U have ended, by unlocks
+    /// it cannot attribute. Empty when nothing is recorded.
     ///
     /// @returns the listing, or a line saying the registry is compiled out.
     static std::string dump()

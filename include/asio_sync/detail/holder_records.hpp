@@ -102,8 +102,8 @@ public:
     }
 
     // A holder of `mode` let go of it (or changed it to `now_mode`, if not zero). Attributed to
-    // the oldest record of that mode if one coroutine holds all of them; otherwise an unattributed
-    // release (whose holder's new mode, if any, goes unrecorded).
+    // the coroutine that holds every record of that mode, if there is one; otherwise an
+    // unattributed release (whose holder's new mode, if any, goes unrecorded).
     void released(const void* primitive, std::size_t mode, std::size_t now_mode = 0)
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -200,10 +200,10 @@ private:
     // Once as many unattributed releases as unattributed records, all of those have ended.
     // Otherwise the records are kept few, so that readers that keep overlapping do not pile them
     // up: the newest one goes with one release (as if it were the one that ended), unless another
-    // coroutine has at least as many records as releases: that coroutine would then look surely
-    // holding one more share than it may hold. This stops with two coroutines at that count or
-    // above, hence with at most twice as many records as shares held; with no release left, the
-    // records are attributed again.
+    // coroutine has as many of the records as there are releases, or more: that coroutine would
+    // then look surer of its shares than it may be. This stops with two coroutines at that count,
+    // hence with at most twice as many records as shares held; with no release left, the records
+    // are attributed again.
     void settle(const void* primitive, std::size_t mode)
     {
         const auto same = [&](const holder_record& r) {
