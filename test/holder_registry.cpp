@@ -80,6 +80,47 @@ void run(asio::io_context& io)
     io.run();
 }
 
+// Reader A: holds a share of `m` until B has asked for what it wants (`asked`) and that request
+// has had a turn to queue, then leaves.
+template <class Mutex>
+asio::awaitable<void> hold_a_share_until(asio::io_context& io, Mutex& m, const bool& asked,
+                                         std::vector<std::string>& events)
+{
+    co_await m.async_lock_shared(asio::use_awaitable);
+    for (int i = 0; i < 1000 && !asked; ++i)
+        co_await asio::post(io, asio::use_awaitable);
+    co_await asio::post(io, asio::use_awaitable); // B is queued, or was refused
+    events.push_back("A leaves");
+    m.unlock_shared();
+}
+
+// Runs reader A (hold_a_share_until) and `b`, reader B's coroutine, on one `Mutex`; returns what
+// they noted, in order. Nothing is recorded at the end.
+template <class Mutex, class B>
+std::vector<std::string> beside_reader_a(B b)
+{
+    asio::io_context io;
+    Mutex m(io);
+    std::vector<std::string> events;
+    bool b_asked = false;
+    asio::co_spawn(io, hold_a_share_until(io, m, b_asked, events), rethrow);
+    asio::co_spawn(io, b(m, b_asked, events), rethrow);
+    run(io);
+    BOOST_TEST(asio_sync::holder_registry::dump().empty());
+    return events;
+}
+
+// Reader B, holding nothing, asks for the writer's lock of `m` and notes what it got.
+asio::awaitable<void> ask_for_the_writer_lock(asio_sync::shared_mutex& m, bool& asked,
+                                              std::vector<std::string>& events)
+{
+    asked = true;
+    auto [ec] = co_await m.async_lock(asio::as_tuple(asio::use_awaitable));
+    events.push_back(ec ? "B refused: " + ec.message() : "B locks");
+    if (!ec)
+        m.unlock();
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(holder_registry)
@@ -194,80 +235,40 @@ BOOST_AUTO_TEST_CASE(the_upgrade_mutex_modes)
 // lock, as without the registry, and never be refused.
 BOOST_AUTO_TEST_CASE(a_reader_that_left_waits_for_the_writer_lock_behind_another_reader)
 {
-    asio::io_context io;
-    asio_sync::shared_mutex m(io);
-    std::vector<std::string> events;
-    bool b_asked = false;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            co_await m.async_lock_shared(asio::use_awaitable); // A
-            for (int i = 0; i < 100 && !b_asked; ++i)
-                co_await asio::post(io, asio::use_awaitable);
-            co_await asio::post(io, asio::use_awaitable); // B is queued, or was refused
-            events.push_back("A leaves");
-            m.unlock_shared();
-        },
-        rethrow);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
+    const auto noted = beside_reader_a<asio_sync::shared_mutex>(
+        [](asio_sync::shared_mutex& m, bool& asked,
+           std::vector<std::string>& events) -> asio::awaitable<void> {
             co_await m.async_lock_shared(asio::use_awaitable); // B
             m.unlock_shared();
-            b_asked = true;
-            auto [ec] = co_await m.async_lock(asio::as_tuple(asio::use_awaitable));
-            events.push_back(ec ? "B refused: " + ec.message() : "B locks");
-            if (!ec)
-                m.unlock();
-        },
-        rethrow);
-    run(io);
-    BOOST_TEST(events == (std::vector<std::string>{"A leaves", "B locks"}), boost::test_tools::per_element());
-    BOOST_TEST(asio_sync::holder_registry::dump().empty());
+            co_await ask_for_the_writer_lock(m, asked, events);
+        });
+    BOOST_TEST(noted == (std::vector<std::string>{"A leaves", "B locks"}), boost::test_tools::per_element());
 }
 
 // The same on an upgrade mutex: B leaves its share, takes the upgrade lock and upgrades; the
 // upgrade waits for A and is granted.
 BOOST_AUTO_TEST_CASE(a_reader_that_left_upgrades_behind_another_reader)
 {
-    asio::io_context io;
-    asio_sync::upgrade_mutex m(io);
-    std::vector<std::string> events;
-    bool b_asked = false;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            co_await m.async_lock_shared(asio::use_awaitable); // A
-            for (int i = 0; i < 100 && !b_asked; ++i)
-                co_await asio::post(io, asio::use_awaitable);
-            co_await asio::post(io, asio::use_awaitable); // B is waiting, or was refused
-            events.push_back("A leaves");
-            m.unlock_shared();
-        },
-        rethrow);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
+    const auto noted = beside_reader_a<asio_sync::upgrade_mutex>(
+        [](asio_sync::upgrade_mutex& m, bool& asked,
+           std::vector<std::string>& events) -> asio::awaitable<void> {
             co_await m.async_lock_shared(asio::use_awaitable); // B
             m.unlock_shared();
             co_await m.async_lock_upgrade(asio::use_awaitable);
-            b_asked = true;
+            asked = true;
             auto [ec] = co_await m.async_upgrade(asio::as_tuple(asio::use_awaitable));
             events.push_back(ec ? "B refused: " + ec.message() : "B upgrades");
             if (!ec)
                 m.unlock();
             else
                 m.unlock_upgrade();
-        },
-        rethrow);
-    run(io);
-    BOOST_TEST(events == (std::vector<std::string>{"A leaves", "B upgrades"}),
+        });
+    BOOST_TEST(noted == (std::vector<std::string>{"A leaves", "B upgrades"}),
                boost::test_tools::per_element());
-    BOOST_TEST(asio_sync::holder_registry::dump().empty());
 }
 
-// After an unlock it cannot attribute, the registry still refuses what is certain: A, with two
-// shares of which one unlock of the three readers' may have ended one, surely holds a share; C
+// After an unlock it cannot attribute, the registry still refuses what is certain: A holds two of
+// the three shares and that one unlock may have ended only one of them, so A surely holds one; C
 // took its share after that unlock. The listing shows the records it cannot be sure of.
 BOOST_AUTO_TEST_CASE(after_an_unattributed_unlock_only_certain_holders_are_refused)
 {
@@ -335,24 +336,9 @@ BOOST_AUTO_TEST_CASE(after_an_unattributed_unlock_only_certain_holders_are_refus
 // records, one of them released. B, which holds nothing, then waits for A for the writer's lock.
 BOOST_AUTO_TEST_CASE(overlapping_readers_keep_few_unattributed_records)
 {
-    asio::io_context io;
-    asio_sync::shared_mutex m(io);
-    std::vector<std::string> events;
-    bool b_asked = false;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            co_await m.async_lock_shared(asio::use_awaitable); // A
-            for (int i = 0; i < 1000 && !b_asked; ++i)
-                co_await asio::post(io, asio::use_awaitable);
-            co_await asio::post(io, asio::use_awaitable);
-            events.push_back("A leaves");
-            m.unlock_shared();
-        },
-        rethrow);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
+    const auto noted = beside_reader_a<asio_sync::shared_mutex>(
+        [](asio_sync::shared_mutex& m, bool& asked,
+           std::vector<std::string>& events) -> asio::awaitable<void> {
             for (int i = 0; i < 100; ++i)
             {
                 co_await m.async_lock_shared(asio::use_awaitable); // B
@@ -362,16 +348,9 @@ BOOST_AUTO_TEST_CASE(overlapping_readers_keep_few_unattributed_records)
             BOOST_TEST_INFO(listing);
             BOOST_TEST(std::count(listing.begin(), listing.end(), '\n') == 2);
             BOOST_TEST(listing.find(" (1 of 2 such released)") != std::string::npos);
-            b_asked = true;
-            auto [ec] = co_await m.async_lock(asio::as_tuple(asio::use_awaitable));
-            events.push_back(ec ? "B refused: " + ec.message() : "B locks");
-            if (!ec)
-                m.unlock();
-        },
-        rethrow);
-    run(io);
-    BOOST_TEST(events == (std::vector<std::string>{"A leaves", "B locks"}), boost::test_tools::per_element());
-    BOOST_TEST(asio_sync::holder_registry::dump().empty());
+            co_await ask_for_the_writer_lock(m, asked, events);
+        });
+    BOOST_TEST(noted == (std::vector<std::string>{"A leaves", "B locks"}), boost::test_tools::per_element());
 }
 
 // The records' bookkeeping on its own, through a fixed pseudo-random walk: four coroutines take
