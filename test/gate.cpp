@@ -759,6 +759,36 @@ BOOST_AUTO_TEST_CASE(entering_after_a_close_or_a_stop_request_is_refused)
     drain(ctx);
 }
 
+// A task that tries to enter from inside the emission, from its cancellation handler, is refused
+// with either kind of entry: the gate is closed before the emission starts.
+BOOST_AUTO_TEST_CASE(entering_from_inside_the_stop_emission_is_refused)
+{
+    asio::io_context ctx;
+    gate g(ctx);
+    gate::guard task = g.try_enter_stoppable();
+    gate::guard plain_inside;
+    gate::guard stoppable_inside;
+    int signalled = 0;
+    task.slot().assign([&](asio::cancellation_type) {
+        ++signalled;
+        plain_inside = g.try_enter();
+        stoppable_inside = g.try_enter_stoppable();
+    });
+    g.request_stop();
+    BOOST_TEST(signalled == 1);
+    BOOST_TEST(!plain_inside);
+    BOOST_TEST(!stoppable_inside);
+    BOOST_TEST(g.count() == 1u);
+    auto [out, handler] = make_record();
+    g.async_close(handler);
+    task.release();
+    drain(ctx);
+    BOOST_TEST(out->calls == 1);
+    BOOST_TEST(!*out->ec);
+    plain_inside.release();
+    stoppable_inside.release();
+}
+
 // The gate destroyed by its own close's handler, once the guards it stopped have left: one guard
 // leaves from its timer's handler, the other inside the emission, from its cancellation handler.
 BOOST_AUTO_TEST_CASE(a_stopped_gate_destroyed_in_its_close_handler)

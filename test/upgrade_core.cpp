@@ -275,6 +275,21 @@ BOOST_AUTO_TEST_CASE(upgrade_cancelled_vs_the_last_reader_leaving)
                    1, true));
 }
 
+// A cancellation racing a reader that arrives behind the upgrade, while the other reader never
+// leaves: whatever the order, the reader is in at the end, let in by the cancellation if it
+// queued before it (nothing else would ever serve it).
+BOOST_AUTO_TEST_CASE(upgrade_cancelled_vs_an_arriving_reader_while_another_stays)
+{
+    report("upgrade_cancelled_vs_an_arriving_reader_while_another_stays",
+           explore(2,
+                   {[](scripted& s) {
+                        s.upgrade(0);
+                        s.cancel(0);
+                    },
+                    [](scripted& s) { s.lock(1, shared); }},
+                   1, true));
+}
+
 // The upgrade's deadline expiring as the last reader leaves, and a reader arriving just after it:
 // the upgrade is granted or times out, once; if it timed out, the reader goes through.
 BOOST_AUTO_TEST_CASE(upgrade_timed_out_vs_the_last_reader_leaving)

@@ -361,9 +361,7 @@ public:
     /// @param type The cancellation type to emit; `terminal` by default.
     void request_stop(boost::asio::cancellation_type type = boost::asio::cancellation_type::terminal) noexcept
     {
-        if (count_.close())
-            drained_.set();
-        stops_.request_stop(type);
+        detail::request_gate_stop(count_, stops_, type, [this] { drained_.set(); });
     }
 
     /// Attaches `observer` to the gate's closes, or detaches it (null): every close that has to

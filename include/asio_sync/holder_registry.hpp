@@ -33,9 +33,14 @@ namespace asio_sync {
 /// wait, each with the file and line of its call (`call_site`); and the locks of
 /// `basic_mutex`, `basic_shared_mutex` and `basic_upgrade_mutex` that coroutines took that way,
 /// while they are held. A coroutine is identified by its Asio coroutine thread (what `co_spawn`
-/// started). Locks taken with other tokens, or with `try_lock`, are not recorded; an unlock removes
-/// the oldest recorded holder of that mode, which for shared modes may be another reader than the
-/// one that unlocked.
+/// started). Locks taken with other tokens, or with `try_lock`, are not recorded.
+///
+/// **Unlocks.** An unlock does not say which coroutine makes it. When one coroutine holds every
+/// recorded lock of that mode, its record goes. When readers of several coroutines hold it, the
+/// registry cannot tell whose share went: their records are listed as `may hold`, with how many
+/// of them have ended, and the deadlock check counts a coroutine's share only while it surely
+/// still holds one. A correct program is never refused; a coroutine whose share the registry
+/// cannot be sure of may wait for itself undetected, as without the registry.
 ///
 /// **Thread safety.** `dump()` may be called from any thread at any time.
 class holder_registry
@@ -45,11 +50,13 @@ public:
     static constexpr bool enabled = detail::holder_registry_enabled;
 
     /// Lists every primitive that a recorded coroutine holds or waits for, one line per holder or
-    /// waiter: the primitive's kind and address, `holds` or `waits`, the mode (the permits asked
-    /// for: 1 is a mutex's lock or a shared lock, a shared mutex's writer asks for all its readers'
-    /// permits; an upgrade mutex's modes are 1 shared, 2 upgrade, 3 exclusive, 4 upgrading), the
-    /// coroutine, the file and line of the call that started the wait (see `call_site`) and the age
-    /// in milliseconds. Empty when nothing is recorded.
+    /// waiter: the primitive's kind and address, `holds`, `may hold` or `waits`, the mode (the
+    /// permits asked for: 1 is a mutex's lock or a shared lock, a shared mutex's writer asks for
+    /// all its readers' permits; an upgrade mutex's modes are 1 shared, 2 upgrade, 3 exclusive, 4
+    /// upgrading), the coroutine, the file and line of the call that started the wait (see
+    /// `call_site`) and the age in milliseconds; after a `may hold` line, `(U of N such
+    /// released)`: of the N records of that primitive and mode listed so, U have ended, by unlocks
+    /// it cannot attribute. Empty when nothing is recorded.
     ///
     /// @returns the listing, or a line saying the registry is compiled out.
     static std::string dump()

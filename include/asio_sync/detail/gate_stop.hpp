@@ -134,6 +134,19 @@ private:
     Atomic<bool> stop_requested_{false}; // written under the lock, read anywhere
 };
 
+// What basic_gate::request_stop does, in one function that the gate and its interleaving checker
+// (test/gate_count.cpp) both call: closes `count`, calling `drained()` if no guard was in (the
+// caller completes the closes), then emits `type` on the stoppable guards. Closing first is what
+// refuses an entry from inside the emission, such as a cancellation handler's `try_enter`.
+template <template <class> class Atomic, class Mutex, class Drained>
+void request_gate_stop(gate_count<Atomic>& count, gate_stop_list<Atomic, Mutex>& stops,
+                       boost::asio::cancellation_type type, Drained drained) noexcept
+{
+    if (count.close())
+        drained();
+    stops.request_stop(type);
+}
+
 } // namespace asio_sync::detail
 
 #endif // ASIO_SYNC_DETAIL_GATE_STOP_HPP
