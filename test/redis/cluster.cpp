@@ -296,7 +296,7 @@ BOOST_AUTO_TEST_CASE(one_connection_serves_every_primary)
 }
 
 // The slot of a busy semaphore moves to another primary, key by key, while the fleet runs.
-BOOST_AUTO_TEST_CASE(a_live_migration_of_a_busy_semaphore)
+BOOST_AUTO_TEST_CASE(a_live_migration_of_a_busy_semaphore, *boost::unit_test::label("long"))
 {
     redis_cluster cluster;
     const int slot = slot_of_semaphore("jobs");
@@ -330,7 +330,8 @@ BOOST_AUTO_TEST_CASE(a_migration_held_open_serves_an_idle_and_a_busy_durable_sem
 // on the source while every key is there, and on the target (after ASK) once they all moved. The
 // capacity key is also the one that the library's version 3 left absent on a semaphore never
 // resized.
-BOOST_AUTO_TEST_CASE(a_migration_serves_a_semaphore_that_lost_a_key_while_idle)
+BOOST_AUTO_TEST_CASE(a_migration_serves_a_semaphore_that_lost_a_key_while_idle,
+                     *boost::unit_test::label("long"))
 {
     redis_cluster cluster;
     for (const redis::detail::semaphore_key k :
