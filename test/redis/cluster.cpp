@@ -40,7 +40,6 @@
 #include <future>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -426,16 +425,8 @@ BOOST_AUTO_TEST_CASE(durable_grants_through_a_long_ask_phase, *boost::unit_test:
 
     // The ASK phase: every key moved in one MIGRATE, the slot left MIGRATING and IMPORTING.
     const std::string s = std::to_string(slot);
-    to.command({"CLUSTER", "SETSLOT", s, "IMPORTING", redis_cluster::id_of(from)});
-    from.command({"CLUSTER", "SETSLOT", s, "MIGRATING", redis_cluster::id_of(to)});
-    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(to.port()), "", "0",
-                                        "5000",    "KEYS"};
-    std::istringstream keys(from.command({"CLUSTER", "GETKEYSINSLOT", s, "10"}));
-    for (std::string key; std::getline(keys, key);)
-        if (!key.empty())
-            migrate.push_back(key);
-    BOOST_TEST(migrate.size() == 7 + redis::detail::semaphore_script::key_count);
-    BOOST_TEST(from.command(migrate) == "OK");
+    cluster.open_migration(slot, from, to);
+    BOOST_TEST(cluster.move_keys(slot, from, to, 10) == redis::detail::semaphore_script::key_count);
     BOOST_TEST(from.command({"CLUSTER", "COUNTKEYSINSLOT", s}) == "0");
     const std::uint64_t asks_before = info_count(from, "errorstats", "errorstat_ASK:count=");
     const std::uint64_t waits_before = info_count(to, "commandstats", "cmdstat_wait:calls=");
@@ -461,9 +452,7 @@ BOOST_AUTO_TEST_CASE(durable_grants_through_a_long_ask_phase, *boost::unit_test:
     BOOST_TEST(to.command({"CLUSTER", "COUNTKEYSINSLOT", s}) != "0");
 
     // The hand-over; the new holder goes on.
-    for (std::size_t i = 0; i < cluster.servers(); ++i)
-        if (cluster.server(i).command({"ROLE"}).rfind("master", 0) == 0)
-            cluster.server(i).command({"CLUSTER", "SETSLOT", s, "NODE", redis_cluster::id_of(to)});
+    cluster.hand_over(slot, to);
     BOOST_TEST(!asio_sync::test::is_ready(second));
     auto done = next.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
     BOOST_TEST(!wait(done));

@@ -128,7 +128,7 @@ public:
 
     // The steps of a migration, for a test that holds one open: IMPORTING on `to`, MIGRATING on
     // `from`; then up to `count` keys moved in one MIGRATE (returns how many); then the slot given to
-    // `to` on every node.
+    // `to` on every primary (a replica refuses SETSLOT, and follows its primary).
     void open_migration(int slot, redis_server& from, redis_server& to)
     {
         const std::string s = std::to_string(slot);
@@ -154,7 +154,7 @@ public:
     void hand_over(int slot, redis_server& to)
     {
         for (const auto& node : servers_)
-            if (node->running())
+            if (node->running() && node->command({"ROLE"}).rfind("master", 0) == 0)
                 node->command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", id_of(to)});
     }
 
