@@ -46,16 +46,19 @@ inline std::shared_ptr<semaphore_event> watch_loss(redis::semaphore::permit& p)
     return e;
 }
 
-// An acquire of n permits of `sem`; the permit goes to `kept`.
+// An acquire of n permits of `sem`; the permit goes to `kept`, before the event is told, so that a
+// test that waits for the event finds the permit there.
 inline std::shared_ptr<semaphore_event> acquire_timed(redis::semaphore& sem, std::size_t n,
                                                       std::shared_ptr<redis::semaphore::permit> kept)
 {
     auto e = std::make_shared<semaphore_event>();
     sem.async_acquire_permit(n, [e, kept](boost::system::error_code ec, redis::semaphore::permit p) {
-        e->when.set_value(std::chrono::steady_clock::now());
-        e->error.set_value(ec);
-        e->fence.set_value(p.fencing_token());
+        const auto now = std::chrono::steady_clock::now();
+        const std::uint64_t fence = p.fencing_token();
         *kept = std::move(p);
+        e->when.set_value(now);
+        e->error.set_value(ec);
+        e->fence.set_value(fence);
     });
     return e;
 }
