@@ -234,4 +234,43 @@ BOOST_AUTO_TEST_CASE(a_durable_grant_of_the_ask_phase_survives_a_failover_of_the
     b_conn.close();
 }
 
+// docs/cluster.md, "Errors": too_many_redirections, "in a Redis Cluster, a call met more MOVED or
+// ASK answers than connection_options::max_redirections (nodes whose maps disagree); it did not
+// run". An acquire of a semaphore whose slot two nodes send back and forth, with the limit at 1,
+// with and without durable grants (the WAIT goes with the call, and fails with it), bounded by a
+// deadline: it fails with too_many_redirections, and nothing is written on either node.
+BOOST_AUTO_TEST_CASE(an_acquire_sent_back_and_forth_fails_at_a_limit_of_one)
+{
+    redis_cluster cluster;
+    running_io run;
+    redis_server& a = cluster.server(0);
+    redis_server& b = cluster.server(1);
+    const std::string name = name_on(cluster, a, "pingpong-", slot_of_semaphore);
+    const std::string s = std::to_string(slot_of_semaphore(name));
+    BOOST_TEST_REQUIRE(a.command({"CLUSTER", "COUNTKEYSINSLOT", s}) == "0");
+    BOOST_TEST(a.command({"CLUSTER", "SETSLOT", s, "NODE", redis_cluster::id_of(b)}) == "OK");
+    for (const unsigned durable : {0u, 1u})
+    {
+        BOOST_TEST_CONTEXT("durable_replicas " << durable)
+        {
+            redis::connection_options options = cluster.options();
+            options.max_redirections = 1;
+            redis::connection conn(run.io, options);
+            redis::semaphore_options sem_options;
+            sem_options.lease_duration = 3000ms;
+            sem_options.durable_replicas = durable;
+            redis::semaphore sem(conn, name, 1, sem_options);
+            auto acquired = sem.async_acquire_permit_for(
+                1, 10s,
+                asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
+            const boost::system::error_code outcome = wait(acquired);
+            BOOST_TEST_MESSAGE("acquire: " << outcome.message());
+            BOOST_TEST((outcome == redis::error::too_many_redirections));
+            BOOST_TEST(a.command({"CLUSTER", "COUNTKEYSINSLOT", s}) == "0");
+            BOOST_TEST(b.command({"CLUSTER", "COUNTKEYSINSLOT", s}) == "0");
+            conn.close();
+        }
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
