@@ -16,6 +16,8 @@
 #include "support/io_threads.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_cluster.hpp"
+#include "support/redis_sentinel.hpp"
+#include "support/semaphore_keys.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -271,6 +273,51 @@ BOOST_AUTO_TEST_CASE(an_acquire_sent_back_and_forth_fails_at_a_limit_of_one)
             conn.close();
         }
     }
+}
+
+// docs/cluster.md, "A partitioned primary": under Sentinel without durable grants, "a server where
+// either value is 0 ... fails every acquire with error::replica_policy, until a reconnect finds it
+// set", and the setting belongs on every server, "any of them may be promoted". Here it is on the
+// primary only: the replicas have min-replicas-to-write 0. An acquire queued on the guarded primary
+// before it fails over, and one made after, reach the unguarded replica promoted in its place: both
+// must fail with replica_policy (a grant there is not bounded by the partition formula).
+BOOST_AUTO_TEST_CASE(an_acquire_queued_before_a_failover_to_an_unguarded_replica_is_refused)
+{
+    asio_sync::test::redis_sentinel_set set(2, 3, 1); // min-replicas-to-write 1, max lag 1 s
+    const std::uint16_t old_port = set.primary_port();
+    redis_server& primary = set.server(set.index_of(old_port));
+    for (redis_server* replica : set.others_than(primary))
+        BOOST_TEST(replica->command({"CONFIG", "SET", "min-replicas-to-write", "0"}) == "OK");
+    running_io run;
+    redis::semaphore_options options;
+    options.lease_duration = 4000ms; // longer than the failover
+    redis::connection holder_conn(run.io, set.options());
+    redis::connection waiter_conn(run.io, set.options());
+    redis::semaphore holder_sem(holder_conn, "jobs", 1, options);
+    redis::semaphore waiter_sem(waiter_conn, "jobs", 1, options);
+    auto first = holder_sem.async_acquire_permit(1, asio::use_future);
+    redis::semaphore::permit held = wait(first); // the guarded primary passed the check
+    auto queued = waiter_sem.async_acquire_permit_for(
+        1, 20s, asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
+    asio_sync::test::eventually([&] { return asio_sync::test::queue_length(primary, "jobs") == "1"; });
+
+    primary.kill();
+    set.wait_for_failover_from(old_port);
+    redis_server& promoted = set.server(set.index_of(set.primary_port()));
+    BOOST_TEST_MESSAGE("promoted " << promoted.port());
+    auto released = held.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    const boost::system::error_code release_outcome = wait(released);
+    const boost::system::error_code queued_outcome = wait(queued);
+    auto later = holder_sem.async_try_acquire_permit(
+        1, asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
+    const boost::system::error_code later_outcome = wait(later);
+    BOOST_TEST_MESSAGE("release: " << release_outcome.message()
+                                   << "; the queued acquire: " << queued_outcome.message()
+                                   << "; an acquire after the failover: " << later_outcome.message());
+    BOOST_TEST((queued_outcome == redis::error::replica_policy));
+    BOOST_TEST((later_outcome == redis::error::replica_policy));
+    holder_conn.close();
+    waiter_conn.close();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
