@@ -320,4 +320,34 @@ BOOST_AUTO_TEST_CASE(an_acquire_queued_before_a_failover_to_an_unguarded_replica
     waiter_conn.close();
 }
 
+// docs/cluster.md, "Errors": no_replicas, "async_release: the primary refused it (NOREPLICAS) ...
+// the permit's lease lapses on the server". A release refused so fails once with no_replicas; the
+// permit is not renewed any more, and the server keeps counting it until its lease lapses: a try
+// meanwhile finds no permit free, and an acquire is granted once the lease has lapsed.
+BOOST_AUTO_TEST_CASE(a_release_refused_with_noreplicas_leaves_the_lease_to_lapse)
+{
+    redis_server server;
+    running_io run;
+    redis::connection conn(run.io, asio_sync::test::options_for(server.port()));
+    redis::semaphore sem(conn, "jobs", 1, 2000ms);
+    auto first = sem.async_acquire_permit(1, asio::use_future);
+    redis::semaphore::permit held = wait(first);
+    BOOST_TEST(server.command({"CONFIG", "SET", "min-replicas-to-write", "1"}) == "OK"); // no replica
+    auto released = held.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    const boost::system::error_code release_outcome = wait(released);
+    BOOST_TEST((release_outcome == redis::error::no_replicas), release_outcome.message());
+    BOOST_TEST(held.count() == 0u);
+    BOOST_TEST(server.command({"CONFIG", "SET", "min-replicas-to-write", "0"}) == "OK");
+    auto tried = sem.async_try_acquire_permit(
+        1, asio::use_future([](boost::system::error_code ec, redis::semaphore::permit) { return ec; }));
+    const boost::system::error_code tried_outcome = wait(tried);
+    BOOST_TEST((tried_outcome == asio::error::would_block), tried_outcome.message());
+    auto next = sem.async_acquire_permit(1, asio::use_future);
+    redis::semaphore::permit granted = wait(next);
+    BOOST_TEST(granted.count() == 1u);
+    auto done = granted.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+    BOOST_TEST(!wait(done));
+    conn.close();
+}
+
 BOOST_AUTO_TEST_SUITE_END()
