@@ -350,4 +350,37 @@ BOOST_AUTO_TEST_CASE(a_release_refused_with_noreplicas_leaves_the_lease_to_lapse
     conn.close();
 }
 
+// docs/cluster.md, "Redis Cluster": a seed that is a standalone server "is never used ... Its
+// commands go to another node given". Seed lists that mix a standalone server with one real node,
+// in both orders: a command and a semaphore's acquire and release run on the cluster, nothing on
+// the standalone server.
+BOOST_AUTO_TEST_CASE(a_standalone_seed_beside_a_real_node_is_never_used)
+{
+    redis_cluster cluster;
+    redis_server standalone;
+    running_io run;
+    for (const bool standalone_first : {true, false})
+    {
+        BOOST_TEST_CONTEXT("the standalone server " << (standalone_first ? "first" : "second"))
+        {
+            redis::connection_options options = asio_sync::test::failover_client_options();
+            const redis::connection_options::node_address real{"127.0.0.1", cluster.server(1).port()};
+            const redis::connection_options::node_address alone{"127.0.0.1", standalone.port()};
+            options.cluster_nodes = standalone_first ? std::vector{alone, real} : std::vector{real, alone};
+            redis::connection conn(run.io, options);
+            redis::semaphore sem(conn, "mixed", 1, 4000ms);
+            auto set = conn.async_execute({"SET", "mixed-key", "v"}, asio::use_future);
+            BOOST_TEST(wait(set).text == "OK");
+            auto acquired = sem.async_acquire_permit(1, asio::use_future);
+            redis::semaphore::permit p = wait(acquired);
+            BOOST_TEST(p.count() == 1u);
+            auto released =
+                p.async_release(asio::use_future([](boost::system::error_code ec) { return ec; }));
+            BOOST_TEST(!wait(released));
+            BOOST_TEST(standalone.command({"DBSIZE"}) == "0");
+            conn.close();
+        }
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
