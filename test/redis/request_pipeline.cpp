@@ -10,7 +10,8 @@
 // with READONLY queued again, a session lost, cancellation of commands waiting or written, close,
 // and in a cluster: redirections handed back (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), ASKING written
 // before a command, the WAIT sent right after a redirected command for its slot handed back with
-// it (another WAIT after it answered connection_lost), MOVED and ASK bounded per command, a node
+// it (another WAIT after it answered connection_lost), a cancelled call or WAIT completed once
+// through a redirection, MOVED and ASK bounded per command, a node
 // without cluster support recognised, and the map's question.
 
 #include <asio_sync/redis/detail/request_pipeline.hpp>
@@ -541,6 +542,64 @@ BOOST_AUTO_TEST_CASE(moved_and_ask_in_a_row_are_bounded_per_command)
             const std::string failed = "the command met more cluster redirections than the limit";
             BOOST_TEST(log == (r.fails ? std::vector<std::string>{"2 " + failed, "1 " + failed}
                                        : std::vector<std::string>{}));
+        }
+    }
+}
+
+// A durable call and the WAIT that names it, one of them cancelled while they await their replies,
+// then the call refused with ASK: each completes exactly once. A cancelled WAIT does not follow
+// its call (the call goes on alone, and the WAIT's reply here is dropped); a cancelled call is not
+// followed, and its WAIT completes with its own reply here (its confirmation is not awaited any
+// more). Cancelled before it was written, the call leaves its WAIT to be written alone.
+BOOST_AUTO_TEST_CASE(a_cancelled_durable_call_or_its_wait_completes_once_through_a_redirection)
+{
+    struct row
+    {
+        const char* what;
+        std::uint64_t cancelled;
+        bool written;                 // cancelled once written (else while queued)
+        reply_answer first;           // the answer to the first reply (the call's, when written)
+        std::uint64_t handed;         // the command handed back; 0: none
+        std::vector<std::string> log; // once every reply was read
+    };
+    const row rows[] = {
+        {"the WAIT, written", 2, true, reply_answer::redirected, 1, {"2 aborted"}},
+        {"the call, written", 1, true, reply_answer::command, 0, {"1 aborted", "2 R"}},
+        {"the call, queued", 1, false, reply_answer::command, 0, {"1 aborted", "2 R"}},
+        {"the WAIT, queued", 2, false, reply_answer::redirected, 1, {"2 aborted"}},
+    };
+    for (const row& r : rows)
+    {
+        BOOST_TEST_CONTEXT(r.what)
+        {
+            std::vector<std::string> log;
+            request_pipeline pipeline;
+            pipeline.follow_redirects(true, 1);
+            pipeline.start_session({});
+            pipeline.add(command_op_ptr(new recorded_op(1, {"SET", "a", "1"}, log)));
+            auto* wait_a = new recorded_op(2, {"WAIT", "1", "100"}, log);
+            wait_a->command().route_to(redis::detail::key_slot("a"));
+            wait_a->command().confirm(1);
+            pipeline.add(command_op_ptr(wait_a));
+            if (!r.written)
+                pipeline.cancel(r.cancelled, cancellation_type::terminal);
+            pipeline.take_commands();
+            if (r.written)
+                pipeline.cancel(r.cancelled, cancellation_type::partial);
+            const bool call_written = r.written || r.cancelled != 1;
+            redirect handed;
+            if (call_written)
+            {
+                BOOST_TEST((pipeline.on_reply(error_reply("ASK 15495 127.0.0.1:7002")) == r.first));
+                handed = pipeline.take_redirect();
+            }
+            BOOST_TEST((handed.op ? handed.op->id() : 0u) == r.handed);
+            BOOST_TEST(!handed.wait);
+            if (r.written || r.cancelled != 2)
+                BOOST_TEST((pipeline.on_reply(status("R")) == reply_answer::command)); // the WAIT's
+            BOOST_TEST(log == r.log);
+            if (handed.op)
+                handed.op->destroy();
         }
     }
 }

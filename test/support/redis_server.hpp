@@ -136,6 +136,10 @@ public:
         wait_until_ready();
     }
 
+    // The redis-server options of the next start(): a test restarts a server with others (a
+    // cluster node as a standalone server).
+    void set_extra_args(std::vector<std::string> args) { options_.extra_args = std::move(args); }
+
     // Stops the server as an operator would (SIGTERM: it finishes its AOF writes), and waits.
     void stop() { end(SIGTERM); }
 
