@@ -41,6 +41,7 @@ struct setup_command
     bool best_effort = false;   // its error reply is ignored
     bool credentials = false;   // AUTH: an error reply means auth_failed
     bool primary_check = false; // ROLE: a server that is not a primary fails the set-up (not_primary)
+    bool cluster_check = false; // CLUSTER MYID: a server without cluster support fails the set-up
 };
 
 // What a reply answered.
@@ -138,8 +139,9 @@ inline bool parse_redirect(const reply& r, redirect& out)
     return true;
 }
 
-// Whether `r`, the answer to CLUSTER SLOTS, says that the server is not a cluster node: it must
-// not serve a connection made for a cluster as if it were one.
+// Whether `r`, the answer to a CLUSTER command (the set-up's cluster check, CLUSTER SLOTS), says
+// that the server is not a cluster node: it must not serve a connection made for a cluster as if
+// it were one.
 inline bool is_cluster_disabled(const reply& r) noexcept
 {
     return r.kind == reply_kind::error &&
@@ -250,6 +252,7 @@ public:
     {
         pending_.push_back({command.credentials     ? awaited::credentials
                             : command.primary_check ? awaited::primary_check
+                            : command.cluster_check ? awaited::cluster_check
                             : command.best_effort   ? awaited::best_effort_setup
                                                     : awaited::setup,
                             nullptr});
@@ -260,7 +263,8 @@ public:
     bool setting_up() const noexcept { return setup_left_ > 0; }
 
     // The first set-up command that failed, and its reply; no error once they all succeeded.
-    // A primary check that found another role fails it with error::read_only.
+    // A primary check that found another role fails it with error::read_only; a cluster check
+    // answered by a server without cluster support, with error::cluster_disabled.
     boost::system::error_code setup_error() const noexcept { return setup_error_; }
     const reply& setup_reply() const noexcept { return setup_reply_; }
 
@@ -389,7 +393,10 @@ public:
         }
         else if (r.kind == reply_kind::error && !setup_error_ && p.what != awaited::best_effort_setup)
         {
-            setup_error_ = p.what == awaited::credentials ? error::auth_failed : reply_error(r);
+            setup_error_ = p.what == awaited::credentials ? error::auth_failed
+                           : p.what == awaited::cluster_check && is_cluster_disabled(r)
+                               ? error::cluster_disabled
+                               : reply_error(r);
             setup_reply_ = std::move(r);
         }
         return --setup_left_ == 0 ? reply_answer::set_up : reply_answer::setup;
@@ -470,6 +477,7 @@ private:
         command, // a caller's command; `op` is null once it was given up (its reply is dropped)
         credentials,
         primary_check,
+        cluster_check,
         setup,
         best_effort_setup,
         health,
