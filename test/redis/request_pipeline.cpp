@@ -256,8 +256,9 @@ BOOST_FIXTURE_TEST_CASE(a_primary_check_fails_the_set_up_on_another_role, fixtur
 }
 
 // In a cluster, every session proves first that the server is a cluster node: one without cluster
-// support (a node restarted as a standalone server) fails the set-up with cluster_disabled, and the
-// callers' commands are not written; any other error is that error.
+// support (a node restarted as a standalone server) fails the set-up with cluster_disabled, and
+// neither the set-up commands after the check nor the callers' commands are written; any other
+// error is that error. Passed, the check lets the set-up commands held behind it go.
 BOOST_FIXTURE_TEST_CASE(a_cluster_check_fails_the_set_up_on_a_server_without_cluster_support, fixture)
 {
     struct row
@@ -279,10 +280,20 @@ BOOST_FIXTURE_TEST_CASE(a_cluster_check_fails_the_set_up_on_a_server_without_clu
         BOOST_TEST_CONTEXT(r.answer.text)
         {
             add(1, {"GET", "a"});
-            BOOST_TEST(pipeline.start_session({auth, myid, load}) == auth.bytes + myid.bytes + load.bytes);
+            BOOST_TEST(pipeline.start_session({auth, myid, load}) == auth.bytes + myid.bytes);
+            BOOST_TEST(pipeline.add_setup(select_db).empty()); // held too
             BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::setup));
-            BOOST_TEST((pipeline.on_reply(redis::reply(r.answer)) == reply_answer::setup));
-            BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::set_up));
+            if (!r.setup_error)
+            {
+                BOOST_TEST((pipeline.on_reply(redis::reply(r.answer)) == reply_answer::checked));
+                BOOST_TEST(pipeline.take_held_setup() == load.bytes + select_db.bytes);
+                BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::setup));
+                BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::set_up));
+            }
+            else // what it held is never written
+                BOOST_TEST((pipeline.on_reply(redis::reply(r.answer)) == reply_answer::set_up));
+            BOOST_TEST(!pipeline.setting_up());
+            BOOST_TEST(pipeline.take_held_setup().empty());
             BOOST_TEST(pipeline.setup_error() == r.setup_error);
             BOOST_TEST(pipeline.setup_reply().text == (r.setup_error ? r.answer.text : std::string()));
             pipeline.fail_queued(redis::error::connection_lost, {}); // the driver's part

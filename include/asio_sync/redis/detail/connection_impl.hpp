@@ -572,7 +572,8 @@ private:
 
     // The session is connected: reads start, and the set-up commands go out first. The
     // subscriber link needs only the credentials; the command link also SELECT and the commands
-    // registered with add_setup_command (in a cluster, after the cluster check).
+    // registered with add_setup_command (in a cluster, after the cluster check: only once it
+    // passed).
     void set_up(link& l)
     {
         const std::shared_ptr<session> s = l.current;
@@ -988,6 +989,8 @@ private:
             return;
         case reply_answer::health:
             return;
+        case reply_answer::checked: // a cluster node: the rest of the set-up may run there
+            return write(l, requests.take_held_setup());
         case reply_answer::redirected:
             return follow(*l.home, requests.take_redirect());
         case reply_answer::slots:
