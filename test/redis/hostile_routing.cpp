@@ -7,11 +7,12 @@
 
 // The routing of a cluster connection and the Sentinel replica policy, used as a hostile operator
 // would, on real processes, each test stating the promise of docs/cluster.md it checks and counting
-// the outcomes exactly. Two tests fail until the library is fixed: a cluster node that comes back
-// from a restart as a standalone server runs the commands and grants the semaphore; an acquire
-// queued before a Sentinel failover is granted on a promoted replica without min-replicas-to-write. The others hold: the redirection
-// limit at 1 fails an acquire, a release refused with NOREPLICAS leaves the lease to lapse, and a
-// standalone seed beside a real node is never used.
+// the outcomes exactly. One test fails until the library is fixed: an acquire queued before a
+// Sentinel failover is granted on a promoted replica without min-replicas-to-write. The others
+// hold: a cluster node that comes back from a restart as a standalone server runs nothing (a
+// command redirected there fails with cluster_disabled), the redirection limit at 1 fails an
+// acquire, a release refused with NOREPLICAS leaves the lease to lapse, and a standalone seed beside
+// a real node is never used.
 
 #include <asio_sync/redis/semaphore.hpp>
 
@@ -118,6 +119,42 @@ BOOST_AUTO_TEST_CASE(a_node_restarted_as_a_standalone_server_runs_nothing)
     BOOST_TEST(set_outcome.failed());     // not run
     BOOST_TEST(node.command({"DBSIZE"}) == "0");
     BOOST_TEST(node.command({"EXISTS", key}) == "0");
+    conn.close();
+}
+
+// docs/cluster.md, "Redis Cluster": a command "redirected to it (MOVED, ASK) fails with
+// error::cluster_disabled, unsent". As above, but the other primaries keep naming the restarted node
+// as the owner of its slots (their cluster-node-timeout raised: they do not mark it failed and
+// answer CLUSTERDOWN instead): each command of its slots goes to another node, which redirects it
+// there; it must fail at once, before and after the connection learnt that the node is standalone,
+// not wait for a node that is never used.
+BOOST_AUTO_TEST_CASE(a_command_redirected_to_a_node_restarted_as_a_standalone_server_fails)
+{
+    redis_cluster cluster;
+    running_io run;
+    redis_server& node = cluster.server(0);
+    for (std::size_t i : {std::size_t(1), std::size_t(2)})
+        BOOST_TEST_REQUIRE(cluster.server(i).command({"CONFIG", "SET", "cluster-node-timeout", "600000"}) ==
+                           "OK");
+    const std::string key =
+        name_on(cluster, node, "key-", [](const std::string& k) { return redis::detail::key_slot(k); });
+    redis::connection conn(run.io, cluster.options());
+    auto warm = conn.async_execute({"SET", key, "cluster"}, asio::use_future);
+    BOOST_TEST(wait(warm).text == "OK");
+
+    node.kill();
+    node.set_extra_args({});
+    node.start();
+    for (int i = 0; i < 2; ++i)
+    {
+        auto set = conn.async_execute(
+            {"SET", key, "standalone"},
+            asio::use_future([](boost::system::error_code ec, redis::reply) { return ec; }));
+        const boost::system::error_code outcome = outcome_within(set, 5000ms, conn);
+        BOOST_TEST_MESSAGE("SET " << i << ": " << outcome.message());
+        BOOST_TEST(outcome == boost::system::error_code(redis::error::cluster_disabled));
+    }
+    BOOST_TEST(node.command({"DBSIZE"}) == "0");
     conn.close();
 }
 

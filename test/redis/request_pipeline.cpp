@@ -6,7 +6,8 @@
 #define BOOST_TEST_MODULE redis_request_pipeline
 
 // The command link's requests without a socket: set-up first, the callers' commands after it,
-// replies matched in order, health checks, failed set-ups, the primary check, a command refused
+// replies matched in order, health checks, failed set-ups, the primary check, the cluster check
+// (a server without cluster support fails the set-up with cluster_disabled), a command refused
 // with READONLY queued again, a session lost, cancellation of commands waiting or written, close,
 // and in a cluster: redirections handed back (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), ASKING written
 // before a command, the WAIT sent right after a redirected command for its slot handed back with
@@ -112,6 +113,7 @@ const setup_command auth{bytes({"AUTH", "secret"}), false, true};
 const setup_command select_db{bytes({"SELECT", "1"}), false, false};
 const setup_command load{bytes({"FUNCTION", "LOAD", "x"}), true, false};
 const setup_command role{bytes({"ROLE"}), false, false, true};
+const setup_command myid{bytes({"CLUSTER", "MYID"}), false, false, false, true};
 
 redis::reply role_reply(std::string name)
 {
@@ -250,6 +252,58 @@ BOOST_FIXTURE_TEST_CASE(a_primary_check_fails_the_set_up_on_another_role, fixtur
     BOOST_TEST(
         (pipeline.on_reply(error_reply("NOPERM this user has no permissions to run the 'role' command")) ==
          reply_answer::set_up));
+    BOOST_TEST(pipeline.setup_error() == error_code(redis::error::server_error));
+}
+
+// In a cluster, every session proves first that the server is a cluster node: one without cluster
+// support (a node restarted as a standalone server) fails the set-up with cluster_disabled, and
+// neither the set-up commands after the check nor the callers' commands are written; any other
+// error is that error. Passed, the check lets the set-up commands held behind it go.
+BOOST_FIXTURE_TEST_CASE(a_cluster_check_fails_the_set_up_on_a_server_without_cluster_support, fixture)
+{
+    struct row
+    {
+        redis::reply answer; // to CLUSTER MYID
+        error_code setup_error;
+    };
+    const row rows[] = {
+        {asio_sync::test::text_reply(redis::reply_kind::string, "07c37dfeb235213a872192d90877d0cd55635b91"),
+         {}},
+        {error_reply("ERR This instance has cluster support disabled"), redis::error::cluster_disabled},
+        {error_reply("NOPERM this user has no permissions to run the 'cluster|myid' command"),
+         redis::error::server_error},
+        {error_reply("NOAUTH Authentication required."), redis::error::auth_failed},
+        {error_reply("LOADING Redis is loading the dataset in memory"), redis::error::server_error},
+    };
+    for (const row& r : rows)
+    {
+        BOOST_TEST_CONTEXT(r.answer.text)
+        {
+            add(1, {"GET", "a"});
+            BOOST_TEST(pipeline.start_session({auth, myid, load}) == auth.bytes + myid.bytes);
+            BOOST_TEST(pipeline.add_setup(select_db).empty()); // held too
+            BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::setup));
+            if (!r.setup_error)
+            {
+                BOOST_TEST((pipeline.on_reply(redis::reply(r.answer)) == reply_answer::checked));
+                BOOST_TEST(pipeline.take_held_setup() == load.bytes + select_db.bytes);
+                BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::setup));
+                BOOST_TEST((pipeline.on_reply(status("OK")) == reply_answer::set_up));
+            }
+            else // what it held is never written
+                BOOST_TEST((pipeline.on_reply(redis::reply(r.answer)) == reply_answer::set_up));
+            BOOST_TEST(!pipeline.setting_up());
+            BOOST_TEST(pipeline.take_held_setup().empty());
+            BOOST_TEST(pipeline.setup_error() == r.setup_error);
+            BOOST_TEST(pipeline.setup_reply().text == (r.setup_error ? r.answer.text : std::string()));
+            pipeline.fail_queued(redis::error::connection_lost, {}); // the driver's part
+            BOOST_TEST(take_log() == (std::vector<std::string>{"1 connection_lost"}));
+        }
+    }
+
+    // Only the cluster check says so: another set-up command's error is a server error.
+    pipeline.start_session({select_db});
+    pipeline.on_reply(error_reply("ERR This instance has cluster support disabled"));
     BOOST_TEST(pipeline.setup_error() == error_code(redis::error::server_error));
 }
 

@@ -88,6 +88,9 @@ public:
             slots_.assign(slot_count, nullptr);
             for (const connection_options::node_address& seed : options_.cluster_nodes)
                 node_at(seed.host, seed.port);
+            // Every session of a node's command link proves first that the node is a cluster node:
+            // one restarted as a standalone server on the same port must run nothing.
+            cluster_check_ = {format({"CLUSTER", "MYID"}), false, false, false, true};
             options_.unix_socket.clear();
             options_.database = 0;
         }
@@ -569,7 +572,8 @@ private:
 
     // The session is connected: reads start, and the set-up commands go out first. The
     // subscriber link needs only the credentials; the command link also SELECT and the commands
-    // registered with add_setup_command.
+    // registered with add_setup_command (in a cluster, after the cluster check: only once it
+    // passed).
     void set_up(link& l)
     {
         const std::shared_ptr<session> s = l.current;
@@ -595,6 +599,8 @@ private:
         }
         if (l.kind == link_kind::command)
         {
+            if (!cluster_check_.bytes.empty())
+                setup.push_back(cluster_check_);
             if (!select_.empty())
                 setup.push_back({select_, false, false});
             setup.insert(setup.end(), setup_commands_.begin(), setup_commands_.end());
@@ -718,13 +724,15 @@ private:
     }
 
     // Where a command for `slot` goes: the node that serves it; for a keyless command, or a slot
-    // not served, a node whose link is up, else one that is trying, else the first; never a
+    // not served (or served by a standalone server: another node redirects it, or serves it after
+    // a failover), a node whose link is up, else one that is trying, else the first; never a
     // standalone server, if there is another node.
     node& node_for(int slot) noexcept
     {
         if (slots_.empty())
             return *nodes_.front();
-        if (slot >= 0 && slots_[static_cast<std::size_t>(slot)])
+        if (slot >= 0 && slots_[static_cast<std::size_t>(slot)] &&
+            !slots_[static_cast<std::size_t>(slot)]->standalone)
             return *slots_[static_cast<std::size_t>(slot)];
         for (const std::unique_ptr<node>& n : nodes_)
             if (!n->standalone && n->command.fsm.ready())
@@ -750,11 +758,12 @@ private:
     // whichever node they are redirected to (a release must not overtake the acquire it gives
     // up): a command waits (with those refused for now) while earlier ones of its slot wait to be
     // sent again, or are queued or await their reply on another node, whose redirections would
-    // bring them to its node after it.
+    // bring them to its node after it. A command redirected to a standalone server fails with
+    // cluster_disabled, unsent: the node that serves its slot is not a cluster node.
     void route(command_op_ptr op, node* to = nullptr, bool asking = false)
     {
         const int slot = op.get()->command().slot();
-        if (only_standalone())
+        if (only_standalone() || (to && to->standalone))
             return complete_command(op.release(), error::cluster_disabled, {});
         node& n = to ? *to : node_for(slot);
         if (slot >= 0 && !slots_.empty() &&
@@ -850,8 +859,9 @@ private:
         write(l, l.home->requests.slots_query());
     }
 
-    // The node `n` answered CLUSTER SLOTS with `r`: its cluster support is disabled. It is never
-    // used: its commands go to another node, or, with none left, they all fail.
+    // The node `n` answered its set-up's cluster check or CLUSTER SLOTS with `r`: its cluster
+    // support is disabled. It is never used: its commands go to another node, or, with none left,
+    // they all fail.
     void drop_standalone(node& n, const reply& r)
     {
         n.standalone = true;
@@ -979,6 +989,8 @@ private:
             return;
         case reply_answer::health:
             return;
+        case reply_answer::checked: // a cluster node: the rest of the set-up may run there
+            return write(l, requests.take_held_setup());
         case reply_answer::redirected:
             return follow(*l.home, requests.take_redirect());
         case reply_answer::slots:
@@ -986,9 +998,12 @@ private:
         case reply_answer::set_up:
             // A failed set-up fails the commands queued meanwhile, with its reply; but with
             // Sentinel, a server that is not (or no longer) the primary only sends the link back
-            // to the sentinels, and the commands wait.
+            // to the sentinels, and the commands wait; in a cluster, a node without cluster
+            // support is never used again, and its commands go to another node.
             if (!primary_check_.bytes.empty() && requests.setup_error() == error::read_only)
                 skip_sentinel();
+            else if (l.home && requests.setup_error() == error::cluster_disabled)
+                return drop_standalone(*l.home, reply(requests.setup_reply()));
             else if (l.home && requests.setup_error())
                 requests.fail_queued(requests.setup_error(), requests.setup_reply());
             return perform(l, l.fsm.on_set_up(!requests.setup_error()));
@@ -1025,8 +1040,9 @@ private:
             }));
     }
 
-    // Writes every command queued for `n`, in one batch, once its link is ready; in a cluster,
-    // once the map was first answered, so that none runs on a standalone server given as a node.
+    // Writes every command queued for `n`, in one batch, once its link is ready (in a cluster, its
+    // set-up proved it a cluster node) and, in a cluster, once the map was first answered, so
+    // that they go to the nodes of their slots.
     void flush(node& n)
     {
         if ((slots_.empty() || map_known_) && n.command.fsm.ready() && n.requests.has_queued())
@@ -1059,6 +1075,7 @@ private:
     std::optional<endpoint_type> unix_endpoint_;
     setup_command credentials_;          // empty: no AUTH
     setup_command primary_check_;        // ROLE, with Sentinel; empty otherwise
+    setup_command cluster_check_;        // CLUSTER MYID, in a cluster; empty otherwise
     std::string select_;                 // empty: database 0
     setup_command sentinel_credentials_; // empty: no AUTH to the sentinels
     std::size_t sentinel_first_ = 0;     // the sentinel that answered last

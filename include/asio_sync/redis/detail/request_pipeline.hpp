@@ -41,6 +41,8 @@ struct setup_command
     bool best_effort = false;   // its error reply is ignored
     bool credentials = false;   // AUTH: an error reply means auth_failed
     bool primary_check = false; // ROLE: a server that is not a primary fails the set-up (not_primary)
+    bool cluster_check = false; // CLUSTER MYID: a server without cluster support fails the set-up,
+                                // and the set-up commands after it are written once it passed
 };
 
 // What a reply answered.
@@ -49,6 +51,7 @@ enum class reply_answer
     command,     // a caller's command (completed), or one given up (its reply dropped)
     setup,       // a set-up command; the set-up goes on
     set_up,      // the last set-up command: the session is set up (see setup_error)
+    checked,     // the cluster check passed: the set-up commands after it, to write (take_held_setup)
     health,      // a health check, or the ASKING before a command sent after an ASK
     not_primary, // a caller's command refused with READONLY, put back at the head of the queue
     redirected,  // in a cluster: a caller's command not run here (see take_redirect)
@@ -138,8 +141,9 @@ inline bool parse_redirect(const reply& r, redirect& out)
     return true;
 }
 
-// Whether `r`, the answer to CLUSTER SLOTS, says that the server is not a cluster node: it must
-// not serve a connection made for a cluster as if it were one.
+// Whether `r`, the answer to a CLUSTER command (the set-up's cluster check, CLUSTER SLOTS), says
+// that the server is not a cluster node: it must not serve a connection made for a cluster as if
+// it were one.
 inline bool is_cluster_disabled(const reply& r) noexcept
 {
     return r.kind == reply_kind::error &&
@@ -231,36 +235,58 @@ public:
 
     // ---- a session
 
-    // The link connected: its set-up commands, to write first. Nothing is written after them
-    // until they are all answered.
+    // The link connected: its set-up commands, to write first (up to a cluster check: the others
+    // once it passed). Nothing is written after them until they are all answered.
     std::string start_session(const std::vector<setup_command>& setup)
     {
         std::string bytes;
         setup_left_ = 0;
         setup_error_ = {};
         setup_reply_ = {};
+        held_setup_.clear();
+        checking_ = false;
         for (const setup_command& command : setup)
             bytes += add_setup(command);
         return bytes;
     }
 
-    // A set-up command added while the session is up: written at once, before the callers'
-    // commands written after it.
+    // A set-up command added while the session is up: written at once (or, while a cluster check
+    // awaits its reply, once it passed), before the callers' commands written after it.
     std::string add_setup(const setup_command& command)
     {
+        ++setup_left_;
+        if (checking_)
+        {
+            held_setup_.push_back(command);
+            return {};
+        }
+        checking_ = command.cluster_check;
         pending_.push_back({command.credentials     ? awaited::credentials
                             : command.primary_check ? awaited::primary_check
+                            : command.cluster_check ? awaited::cluster_check
                             : command.best_effort   ? awaited::best_effort_setup
                                                     : awaited::setup,
                             nullptr});
-        ++setup_left_;
         return command.bytes;
+    }
+
+    // After `checked`: the set-up commands held behind the cluster check, to write.
+    std::string take_held_setup()
+    {
+        std::string bytes;
+        for (const setup_command& command : std::exchange(held_setup_, {}))
+        {
+            --setup_left_; // counted again
+            bytes += add_setup(command);
+        }
+        return bytes;
     }
 
     bool setting_up() const noexcept { return setup_left_ > 0; }
 
     // The first set-up command that failed, and its reply; no error once they all succeeded.
-    // A primary check that found another role fails it with error::read_only.
+    // A primary check that found another role fails it with error::read_only; a cluster check
+    // answered by a server without cluster support, with error::cluster_disabled.
     boost::system::error_code setup_error() const noexcept { return setup_error_; }
     const reply& setup_reply() const noexcept { return setup_reply_; }
 
@@ -389,8 +415,24 @@ public:
         }
         else if (r.kind == reply_kind::error && !setup_error_ && p.what != awaited::best_effort_setup)
         {
-            setup_error_ = p.what == awaited::credentials ? error::auth_failed : reply_error(r);
+            setup_error_ = p.what == awaited::credentials ? error::auth_failed
+                           : p.what == awaited::cluster_check && is_cluster_disabled(r)
+                               ? error::cluster_disabled
+                               : reply_error(r);
             setup_reply_ = std::move(r);
+        }
+        if (p.what == awaited::cluster_check)
+        {
+            // Passed, it lets the set-up commands held behind it go; failed, it fails the set-up
+            // now, and they are never written.
+            checking_ = false;
+            if (setup_error_)
+                setup_left_ -= std::exchange(held_setup_, {}).size();
+            else if (!held_setup_.empty())
+            {
+                --setup_left_;
+                return reply_answer::checked;
+            }
         }
         return --setup_left_ == 0 ? reply_answer::set_up : reply_answer::setup;
     }
@@ -408,6 +450,8 @@ public:
         std::deque<pending> ended = std::move(pending_);
         pending_.clear();
         setup_left_ = 0;
+        held_setup_.clear();
+        checking_ = false;
         for (const pending& p : ended)
             if (p.op)
                 complete_command(p.op, ec, {});
@@ -470,6 +514,7 @@ private:
         command, // a caller's command; `op` is null once it was given up (its reply is dropped)
         credentials,
         primary_check,
+        cluster_check,
         setup,
         best_effort_setup,
         health,
@@ -490,9 +535,11 @@ private:
         bool asking; // written after ASKING
     };
 
-    std::deque<queued_command> queued_; // not yet written, oldest first
-    std::deque<pending> pending_;       // written, in order
-    std::size_t setup_left_ = 0;
+    std::deque<queued_command> queued_;     // not yet written, oldest first
+    std::deque<pending> pending_;           // written, in order
+    std::size_t setup_left_ = 0;            // written or held
+    std::vector<setup_command> held_setup_; // behind the cluster check
+    bool checking_ = false;                 // a cluster check awaits its reply
     boost::system::error_code setup_error_;
     reply setup_reply_;
     bool closed_ = false;

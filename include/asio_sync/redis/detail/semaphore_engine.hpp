@@ -485,13 +485,13 @@ private:
 
     // Sends a call of the library and hands its decoded answer to `handler`. With durable grants,
     // the call is followed, in one step, by a WAIT that names it, on the same link (a redirection
-    // takes the WAIT along; it covers every earlier write of the link,
-    // so also a grant that another process's call made before this renewal), and an answer that
-    // reports state the server keeps (granted, queued, resized) is handed on only if WAIT confirms
-    // `durable_replicas_` replicas; otherwise the handler hears connection_lost: the outcome is
-    // unknown, and the call is sent again under the same id. Every other answer needs no
-    // confirmation and is handed on as it is: a failure (an error reply, a closed connection,
-    // refused credentials) or an answer that stores nothing (busy, lost).
+    // takes the WAIT along; it covers every earlier write of the link, so also a grant that another
+    // process's call made before this renewal), and an answer that reports state the server keeps
+    // (granted, queued, resized) is handed on only if WAIT confirms `durable_replicas_` replicas;
+    // otherwise the handler hears connection_lost: the outcome is unknown, and the call is sent
+    // again under the same id. Every other answer needs no confirmation and is handed on as it is:
+    // a failure (an error reply, a closed connection, refused credentials) or an answer that stores
+    // nothing (busy, lost).
     template <class Handler>
     void execute_durable(const std::vector<std::string>& args, Handler handler)
     {
