@@ -7,13 +7,13 @@
 
 // The routing of a cluster connection and the Sentinel replica policy, used as a hostile operator
 // would, on real processes, each test stating the promise of docs/cluster.md it checks and counting
-// the outcomes exactly. Three tests fail until the library is fixed: a cluster node that comes back
+// the outcomes exactly. Two tests fail until the library is fixed: a cluster node that comes back
 // from a restart as a standalone server runs the commands and grants the semaphore; a durable grant
 // made in the ASK phase of a migration is lost when the source primary fails over (and the slot's
-// commands never reach the promoted primary); an acquire queued before a Sentinel failover is
-// granted on a promoted replica without min-replicas-to-write. The others hold: the redirection
-// limit at 1 fails an acquire, a release refused with NOREPLICAS leaves the lease to lapse, and a
-// standalone seed beside a real node is never used.
+// commands never reach the promoted primary). The others hold: an acquire queued before a Sentinel
+// failover to a promoted replica without min-replicas-to-write is refused, the redirection limit at
+// 1 fails an acquire, a release refused with NOREPLICAS leaves the lease to lapse, and a standalone
+// seed beside a real node is never used.
 
 #include <asio_sync/redis/semaphore.hpp>
 

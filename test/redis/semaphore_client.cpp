@@ -422,11 +422,16 @@ const scenario scenarios[] = {
          f.held(1, 5);
          f.sent(2, 1);
          f.answer(2, queued(1, lease), {"watch"});
+         f.after(lease / 3);
+         f.tick({"renew #0 p:1 fence=5", "renew #2 p:2 fence=0"});
          f.reconnected({"check"});
+         f.renewed("p:2", granted(8, 1, lease), {}); // queued while the link was down: not taken
+         f.message("granted 8 1 p:2", {});
          f.after(lease / 3);
          f.tick({}); // the heartbeat renews nothing on a server not checked
          f.step([&](client_actions& out) { f.client.on_subscribed(f.now, out); }, {"usage"});
          f.checked(server_check::passed, {"renew #0 p:1 fence=5", "renew #2 p:2 fence=0"});
+         f.renewed("p:2", granted(8, 1, lease), {"grant #2 p:2 n=1 fence=8"});
      }},
     {"a reconnect to a server that writes without its replicas fails the acquires and loses the permits",
      [](client_fixture& f) {
