@@ -427,6 +427,9 @@ const scenario scenarios[] = {
          f.reconnected({"check"});
          f.renewed("p:2", granted(8, 1, lease), {}); // queued while the link was down: not taken
          f.message("granted 8 1 p:2", {});
+         const auto deadline = f.deadline_of("p:1");
+         f.renewed("p:1", granted(5, 1, lease), {});
+         BOOST_TEST((f.deadline_of("p:1") == deadline)); // not moved by a server not checked yet
          f.after(lease / 3);
          f.tick({}); // the heartbeat renews nothing on a server not checked
          f.step([&](client_actions& out) { f.client.on_subscribed(f.now, out); }, {"usage"});

@@ -633,6 +633,8 @@ public:
         switch (r.what)
         {
         case outcome::granted:
+            if (check_ != check_state::passed)
+                return; // ran before the check of a server reconnected to: the one after it extends
             h.lease_end = later(h.lease_end, sent_at + r.left);
             return h.view->extend(h.lease_end - options_.safety_margin);
         case outcome::lost:
