@@ -21,6 +21,13 @@
 // ever adds the time its reply says is left. The client declares a permit lost at that end minus
 // the safety margin (for clock drift), or when Redis says so, whichever comes first.
 //
+// The check. Acquires go only to a server whose configuration passed the check (judge_server): made
+// by the first acquire after a connect, and at once by a reconnect with anything pending or held (a
+// failover may reach a server configured otherwise). Until it passes, nothing is sent for them
+// there and no reply, renewal or grant from it is taken: the same ids ask again after it. A refusal
+// fails the pending acquires, giving back what they sent, and loses the permits held at once: they
+// are renewed no more there, and a loss told early keeps the lease rule.
+//
 // Ids. Every acquire has a remote id "<prefix>:<counter>", unique across the fleet: a call with
 // an id is replayable, so an acquire whose reply was lost with the link is sent again with the
 // same id and is never granted twice. An acquire given up locally (cancelled, timed out, closed)
