@@ -7,12 +7,11 @@
 
 // The routing of a cluster connection and the Sentinel replica policy, used as a hostile operator
 // would, on real processes, each test stating the promise of docs/cluster.md it checks and counting
-// the outcomes exactly. One test fails until the library is fixed: an acquire queued before a
-// Sentinel failover is granted on a promoted replica without min-replicas-to-write. The others
-// hold: a cluster node that comes back from a restart as a standalone server runs nothing (a
-// command redirected there fails with cluster_disabled), the redirection limit at 1 fails an
-// acquire, a release refused with NOREPLICAS leaves the lease to lapse, and a standalone seed beside
-// a real node is never used.
+// the outcomes exactly: a cluster node that comes back from a restart as a standalone server runs
+// nothing (a command redirected there fails with cluster_disabled), the redirection limit at 1 fails
+// an acquire, an acquire queued before a Sentinel failover to a promoted replica without
+// min-replicas-to-write is refused, a release refused with NOREPLICAS leaves the lease to lapse, and
+// a standalone seed beside a real node is never used.
 
 #include <asio_sync/redis/semaphore.hpp>
 

@@ -272,6 +272,12 @@ struct client_fixture
             expected);
     }
 
+    // The command link connected again.
+    void reconnected(const std::vector<std::string>& expected)
+    {
+        step([&](client_actions& out) { client.on_connected(out); }, expected);
+    }
+
     void tick(const std::vector<std::string>& expected)
     {
         step([&](client_actions& out) { client.on_tick(now, out); }, expected);
@@ -348,8 +354,9 @@ const scenario scenarios[] = {
          f.acquire(2, 1, {});
          f.checked(server_check::evicts, {"fail #1 eviction_policy", "fail #2 eviction_policy"});
          f.acquire(3, 1, {"fail #3 eviction_policy"});
-         // A reconnect may reach another server: checked again.
-         f.client.on_connected();
+         // A reconnect may reach another server: checked again, with nothing pending at the next
+         // acquire.
+         f.reconnected({});
          f.acquire(4, 1, {"check"});
          f.checked(server_check::passed, {"acquire #4 p:3 n=1 wait"});
      }},
@@ -358,7 +365,7 @@ const scenario scenarios[] = {
          f.acquire(1, 1, {"check"});
          f.checked(server_check::unguarded, {"fail #1 replica_policy"});
          f.acquire(2, 1, {"fail #2 replica_policy"});
-         f.client.on_connected();
+         f.reconnected({});
          f.acquire(3, 1, {"check"});
          f.checked(server_check::passed, {"acquire #3 p:2 n=1 wait"});
      }},
@@ -371,9 +378,97 @@ const scenario scenarios[] = {
     {"a reconnect while the check is in flight keeps waiting for it",
      [](client_fixture& f) {
          f.acquire(1, 1, {"check"});
-         f.client.on_connected();
+         f.reconnected({});
          f.acquire(2, 1, {});
          f.checked(server_check::passed, {"acquire #1 p:1 n=1 wait", "acquire #2 p:2 n=1 wait"});
+     }},
+
+    // ---- a reconnect: the server is checked again before anything is sent to it
+    {"after a reconnect, an acquire whose reply was lost is sent again once the server passes its check",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.reconnected({"check"});
+         f.acquire(2, 1, {});
+         f.answer(1, make(outcome::connection_lost), {});
+         f.checked(server_check::passed, {"acquire #1 p:1 n=1 wait", "acquire #2 p:2 n=1 wait"});
+     }},
+    {"a reply from a server not checked yet is not taken: the same id asks again after the check",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.reconnected({"check"});
+         f.answer(1, granted(7, 1, lease), {}); // a replay queued while the link was down
+         f.message("granted 7 1 p:1", {});
+         f.checked(server_check::passed, {"acquire #1 p:1 n=1 wait"});
+         f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});
+     }},
+    {"an acquire due again (a pause, a reload, a lapsed waiter) waits for the check after a reconnect",
+     [](client_fixture& f) {
+         f.sent(1, 1);
+         f.sent(2, 1);
+         f.sent(3, 1);
+         f.answer(1, make(outcome::retry), {"retry #1 20ms"});
+         f.answer(2, make(outcome::library_missing), {"load #2"});
+         f.answer(3, queued(1, lease), {"watch"});
+         f.reconnected({"check"});
+         f.step([&](client_actions& out) { f.client.on_retry(1, f.now, out); }, {});
+         f.step(
+             [&](client_actions& out) { f.client.on_library_loaded(2, make(outcome::loaded), f.now, out); },
+             {});
+         f.checked(server_check::passed,
+                   {"acquire #1 p:1 n=1 wait", "acquire #2 p:2 n=1 wait", "renew #3 p:3 fence=0"});
+     }},
+    {"after a reconnect, queued waiters and holders are renewed once the server passes its check",
+     [](client_fixture& f) {
+         f.held(1, 5);
+         f.sent(2, 1);
+         f.answer(2, queued(1, lease), {"watch"});
+         f.after(lease / 3);
+         f.tick({"renew #0 p:1 fence=5", "renew #2 p:2 fence=0"});
+         f.reconnected({"check"});
+         f.renewed("p:2", granted(8, 1, lease), {}); // queued while the link was down: not taken
+         f.message("granted 8 1 p:2", {});
+         const auto deadline = f.deadline_of("p:1");
+         f.renewed("p:1", granted(5, 1, lease), {});
+         BOOST_TEST((f.deadline_of("p:1") == deadline)); // not moved by a server not checked yet
+         f.after(lease / 3);
+         f.tick({}); // the heartbeat renews nothing on a server not checked
+         f.step([&](client_actions& out) { f.client.on_subscribed(f.now, out); }, {"usage"});
+         f.checked(server_check::passed, {"renew #0 p:1 fence=5", "renew #2 p:2 fence=0"});
+         f.renewed("p:2", granted(8, 1, lease), {"grant #2 p:2 n=1 fence=8"});
+     }},
+    {"a reconnect to a server that writes without its replicas fails the acquires and loses the permits",
+     [](client_fixture& f) {
+         f.held(1, 5);
+         f.sent(2, 1);
+         f.answer(2, queued(1, lease), {"watch"});
+         f.sent(3, 1);
+         f.reconnected({"check"});
+         f.acquire(4, 1, {});
+         f.checked(server_check::unguarded,
+                   {"fail #2 replica_policy", "release p:2", "fail #3 replica_policy", "release p:3",
+                    "fail #4 replica_policy", "lose p:1 replica_policy"});
+         BOOST_TEST(f.leases.at("p:1")->lost()); // told at once, not at its lease's end
+         BOOST_TEST((f.client.lost("p:1") ==
+                     std::optional(boost::system::error_code(redis::error::replica_policy))));
+         f.after(lease / 3);
+         f.tick({});
+         f.acquire(5, 1, {"fail #5 replica_policy"});
+     }},
+    {"a reconnect to a server that may evict fails the acquires and loses the permits",
+     [](client_fixture& f) {
+         f.held(1, 5);
+         f.sent(2, 1);
+         f.reconnected({"check"});
+         f.checked(server_check::evicts,
+                   {"fail #2 eviction_policy", "release p:2", "lose p:1 eviction_policy"});
+     }},
+    {"a reconnect with only lost permits checks the server at the next acquire",
+     [](client_fixture& f) {
+         f.held(1, 5);
+         f.reconnected({"check"});
+         f.checked(server_check::unguarded, {"lose p:1 replica_policy"});
+         f.reconnected({});
+         f.acquire(2, 1, {"check"});
      }},
 
     // ---- replies to an acquire
@@ -684,13 +779,6 @@ const scenario scenarios[] = {
          f.step([&](client_actions&) { f.client.on_watch_reply(wake(250ms), f.now); }, {});
          f.after(251ms);
          f.tick({}); // nobody queued to wake
-     }},
-    {"a check after a reconnect sends only the acquires that waited for it",
-     [](client_fixture& f) {
-         f.sent(1, 1);
-         f.client.on_connected();
-         f.acquire(2, 1, {"check"});
-         f.checked(server_check::passed, {"acquire #2 p:2 n=1 wait"});
      }},
     {"a waiter whose lease lapsed is queued again under a new id",
      [](client_fixture& f) {

@@ -21,6 +21,13 @@
 // ever adds the time its reply says is left. The client declares a permit lost at that end minus
 // the safety margin (for clock drift), or when Redis says so, whichever comes first.
 //
+// The check. Acquires go only to a server whose configuration passed the check (judge_server): made
+// by the first acquire after a connect, and at once by a reconnect with anything pending or held (a
+// failover may reach a server configured otherwise). Until it passes, nothing is sent for them
+// there and no reply, renewal or grant from it is taken: the same ids ask again after it. A refusal
+// fails the pending acquires, giving back what they sent, and loses the permits held at once: they
+// are renewed no more there, and a loss told early keeps the lease rule.
+//
 // Ids. Every acquire has a remote id "<prefix>:<counter>", unique across the fleet: a call with
 // an id is replayable, so an acquire whose reply was lost with the link is sent again with the
 // same id and is never granted twice. An acquire given up locally (cancelled, timed out, closed)
@@ -317,6 +324,13 @@ public:
         waiter* w = find(serial, id);
         if (!w || w->at != phase::in_flight)
             return;
+        if (check_ != check_state::passed)
+        {
+            // Sent before a reconnect, or queued while the link was down and run on a server not
+            // checked yet: whatever it says waits for the check, then the same id asks again.
+            w->at = phase::checking;
+            return;
+        }
         switch (r.what)
         {
         case outcome::connection_lost: // its outcome is unknown: the same id is answered with its state
@@ -379,7 +393,7 @@ public:
     void on_retry(std::uint64_t serial, clock::time_point now, client_actions& out)
     {
         if (const auto it = waiters_.find(serial); it != waiters_.end() && it->second.at == phase::retrying)
-            send_acquire(serial, it->second, now, out);
+            send_checked(serial, it->second, now, out);
         else if (const auto r = resizes_.find(serial); r != resizes_.end() && r->second.at == phase::retrying)
             send_resize(serial, r->second, out);
     }
@@ -392,7 +406,7 @@ public:
         const bool loaded = r.what == outcome::loaded || r.what == outcome::connection_lost;
         const boost::system::error_code why = r.error ? r.error : redis::error::server_error;
         if (const auto it = waiters_.find(serial); it != waiters_.end() && it->second.at == phase::reloading)
-            return loaded ? send_acquire(serial, it->second, now, out) : fail(serial, why, out);
+            return loaded ? send_checked(serial, it->second, now, out) : fail(serial, why, out);
         if (const auto it = resizes_.find(serial); it != resizes_.end() && it->second.at == phase::reloading)
             return loaded ? send_resize(serial, it->second, out) : finish_resize(serial, why, out);
     }
@@ -437,8 +451,8 @@ public:
                            const semaphore_reply& r, clock::time_point now, client_actions& out)
     {
         waiter* w = find(serial, id);
-        if (!w || w->at != phase::queued)
-            return;
+        if (!w || w->at != phase::queued || check_ != check_state::passed)
+            return; // a renewal that ran before the check: the one after it decides
         switch (r.what)
         {
         case outcome::queued:
@@ -451,7 +465,7 @@ public:
             // Its waiter lease lapsed while this process could not reach Redis: queue again under a
             // new id (the old one is unknown to Redis, so it cannot be granted).
             new_id(serial, *w);
-            return send_acquire(serial, *w, now, out);
+            return send_checked(serial, *w, now, out);
         case outcome::library_missing:
             return out.push_back(client_action::load_library(0)); // for the next renewal
         default:
@@ -467,8 +481,12 @@ public:
             watch_at_ = now + r.left + std::chrono::milliseconds(1);
     }
 
-    // The answer to the check of the server's configuration: the acquires waiting for it are sent,
-    // or fail with eviction_policy or replica_policy. A check whose reply was lost is sent again.
+    // The answer to the check of the server's configuration. Passed: the acquires waiting for it
+    // are sent, and after a reconnect the queued waiters and the holders are renewed. Refused
+    // (eviction_policy, replica_policy): every pending acquire fails with that code, giving back
+    // what it may have stored, and every holder's permit is lost with it at once: it is renewed no
+    // more on that server, and its release sends nothing (its lease lapses there). A check whose
+    // reply was lost is sent again.
     void on_check_reply(server_check result, clock::time_point now, client_actions& out)
     {
         if (result == server_check::unanswered)
@@ -479,24 +497,39 @@ public:
         check_ = result == server_check::passed ? check_state::passed : check_state::refused;
         refused_why_ =
             result == server_check::evicts ? redis::error::eviction_policy : redis::error::replica_policy;
-        for (auto it = waiters_.begin(); it != waiters_.end();)
+        if (check_ == check_state::refused)
         {
-            const auto current = it++; // fail erases it
-            if (current->second.at != phase::checking)
-                continue;
-            if (check_ == check_state::refused)
-                fail(current->first, refused_why_, out);
-            else
-                send_acquire(current->first, current->second, now, out);
+            while (!waiters_.empty())
+                remove(waiters_.begin(), refused_why_, true, out);
+            for (auto it = holders_.begin(); it != holders_.end(); ++it)
+                if (!it->second.lost)
+                    lose(it, refused_why_, out);
+            return;
         }
+        for (auto& [serial, w] : waiters_)
+            if (w.at == phase::checking)
+                send_acquire(serial, w, now, out);
+        renew_holders(now, out);
+        renew_waiters(now, out);
     }
 
-    // The command link (re)connected: the server may have changed, so the next acquire checks it
-    // again.
-    void on_connected()
+    // The command link (re)connected: the server may have changed (a failover, a restart). With
+    // acquires pending or permits held it is checked again at once, and until it passes nothing is
+    // sent for them (acquires, replays, renewals) and no reply or grant from it is taken; otherwise
+    // the next acquire checks it.
+    void on_connected(client_actions& out)
     {
-        if (check_ != check_state::checking)
+        if (check_ == check_state::checking)
+            return; // its reply is lost with the old link, and the check is sent again
+        const bool held =
+            std::any_of(holders_.begin(), holders_.end(), [](const auto& h) { return !h.second.lost; });
+        if (waiters_.empty() && !held)
+        {
             check_ = check_state::unchecked;
+            return;
+        }
+        check_ = check_state::checking;
+        out.push_back(client_action::send_check());
     }
 
     // ---- capacity
@@ -607,6 +640,8 @@ public:
         switch (r.what)
         {
         case outcome::granted:
+            if (check_ != check_state::passed)
+                return; // ran before the check of a server reconnected to: the one after it extends
             h.lease_end = later(h.lease_end, sent_at + r.left);
             return h.view->extend(h.lease_end - options_.safety_margin);
         case outcome::lost:
@@ -694,9 +729,7 @@ public:
         if (next_heartbeat_ && now >= *next_heartbeat_)
         {
             next_heartbeat_.reset();
-            for (const auto& [id, h] : holders_)
-                if (!h.lost)
-                    out.push_back(client_action::send_renew(0, id, h.fence, now));
+            renew_holders(now, out);
             renew_waiters(now, out);
             if (std::any_of(resizes_.begin(), resizes_.end(),
                             [](const auto& r) { return r.second.at == phase::settling; }))
@@ -733,7 +766,7 @@ public:
 private:
     enum class phase
     {
-        checking,  // waits for the check of the server's eviction policy; never sent
+        checking,  // waits for the check of the server (first, or after a reconnect) to send
         in_flight, // its acquire is sent and its reply awaited
         queued,    // Redis queued it: renewed, watched, granted by a message or a renewal
         retrying,  // waits to be sent again after LOADING or BUSY
@@ -929,7 +962,8 @@ private:
     void on_granted(std::string_view id, std::uint64_t fence, clock::time_point now, client_actions& out)
     {
         const auto serial = serial_of_.find(id);
-        if (serial == serial_of_.end())
+        // Not taken from a server not checked yet: the renewals after its check find the grant.
+        if (serial == serial_of_.end() || check_ != check_state::passed)
             return;
         waiter& w = waiters_.at(serial->second);
         if (options_.durable)
@@ -969,11 +1003,32 @@ private:
         return !digits.empty() && error == std::errc() && end == digits.data() + digits.size();
     }
 
+    // Renewals go only to a server that passed its check (after a reconnect, the check's pass
+    // renews).
     void renew_waiters(clock::time_point now, client_actions& out)
     {
+        if (check_ != check_state::passed)
+            return;
         for (const auto& [serial, w] : waiters_)
             if (w.at == phase::queued)
                 out.push_back(client_action::send_renew(serial, w.id, 0, now));
+    }
+
+    void renew_holders(clock::time_point now, client_actions& out)
+    {
+        if (check_ != check_state::passed)
+            return;
+        for (const auto& [id, h] : holders_)
+            if (!h.lost)
+                out.push_back(client_action::send_renew(0, id, h.fence, now));
+    }
+
+    // Sends the acquire of `w`, or holds it for the check of a server reconnected to.
+    void send_checked(std::uint64_t serial, waiter& w, clock::time_point now, client_actions& out)
+    {
+        if (check_ == check_state::passed)
+            return send_acquire(serial, w, now, out);
+        w.at = phase::checking;
     }
 
     void watch(client_actions& out)

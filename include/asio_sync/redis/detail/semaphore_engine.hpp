@@ -113,7 +113,7 @@ public:
         listener_ = impl.new_id();
         impl.add_connect_listener(listener_, [weak] {
             if (const auto self = weak.lock())
-                self->run([&](client_actions&) { self->client_.on_connected(); });
+                self->run([&](client_actions& out) { self->client_.on_connected(out); });
         });
         impl.add_close_listener(listener_, [weak] {
             if (const auto self = weak.lock())
