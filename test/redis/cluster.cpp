@@ -27,6 +27,7 @@
 #include "support/redis_client.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/semaphore_fleet.hpp"
+#include "support/semaphore_keys.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -51,38 +52,17 @@ namespace {
 
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
+using asio_sync::test::name_on;
 using asio_sync::test::redis_cluster;
+using asio_sync::test::running_io;
+using asio_sync::test::slot_of_semaphore;
 using asio_sync::test::redis_server;
 using asio_sync::test::wait;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-int slot_of_semaphore(const std::string& name)
-{
-    return redis::detail::semaphore_script(name).slot();
-}
 
-// The first of "<prefix>0", "<prefix>1", ... whose slot `primary` serves.
-template <class Slot>
-std::string name_on(redis_cluster& cluster, const redis_server& primary, const std::string& prefix, Slot slot)
-{
-    for (int i = 0;; ++i)
-    {
-        const std::string name = prefix + std::to_string(i);
-        if (&cluster.owner(slot(name)) == &primary)
-            return name;
-    }
-}
 
-struct running_io
-{
-    running_io() : work(asio::make_work_guard(io)), threads(io, 2) {}
-    ~running_io() { work.reset(); }
-
-    asio::io_context io;
-    asio::executor_work_guard<asio::io_context::executor_type> work;
-    asio_sync::test::io_threads threads;
-};
 
 // A busy fleet of three connections (all nodes as seeds), 8 workers each, on the semaphore "jobs"
 // (capacity 3); `fault` runs once it has made 50 holds, and the fleet then makes 50 more.

@@ -37,37 +37,16 @@ namespace {
 
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
+using asio_sync::test::name_on;
 using asio_sync::test::redis_cluster;
+using asio_sync::test::running_io;
+using asio_sync::test::slot_of_semaphore;
 using asio_sync::test::redis_server;
 using asio_sync::test::wait;
 using namespace std::chrono_literals;
 
-struct running_io
-{
-    running_io() : work(asio::make_work_guard(io)), threads(io, 2) {}
-    ~running_io() { work.reset(); }
 
-    asio::io_context io;
-    asio::executor_work_guard<asio::io_context::executor_type> work;
-    asio_sync::test::io_threads threads;
-};
 
-int slot_of_semaphore(const std::string& name)
-{
-    return redis::detail::semaphore_script(name).slot();
-}
-
-// The first of "<prefix>0", "<prefix>1", ... whose slot `primary` serves.
-template <class Slot>
-std::string name_on(redis_cluster& cluster, const redis_server& primary, const std::string& prefix, Slot slot)
-{
-    for (int i = 0;; ++i)
-    {
-        const std::string name = prefix + std::to_string(i);
-        if (&cluster.owner(slot(name)) == &primary)
-            return name;
-    }
-}
 
 // The outcome of `f`, or, when it has not completed after `bound` (the documented behaviour may be
 // to wait), that of `f` once `conn` is closed: every outcome is counted, none is waited for

@@ -8,6 +8,7 @@
 
 #include "support/watchdog.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
@@ -53,6 +54,17 @@ public:
 private:
     boost::asio::io_context& io_;
     std::vector<std::thread> threads_; // not std::jthread: the tests also build as C++17
+};
+
+// An io_context kept running on two threads of its own until destroyed.
+struct running_io
+{
+    running_io() : work(boost::asio::make_work_guard(io)), threads(io, 2) {}
+    ~running_io() { work.reset(); }
+
+    boost::asio::io_context io;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
+    io_threads threads;
 };
 
 } // namespace asio_sync::test

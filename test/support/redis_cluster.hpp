@@ -183,6 +183,18 @@ private:
     std::vector<std::unique_ptr<redis_server>> servers_;
 };
 
+// The first of "<prefix>0", "<prefix>1", ... whose slot (`slot` of the name) `primary` serves.
+template <class Slot>
+std::string name_on(redis_cluster& cluster, const redis_server& primary, const std::string& prefix, Slot slot)
+{
+    for (int i = 0;; ++i)
+    {
+        const std::string name = prefix + std::to_string(i);
+        if (&cluster.owner(slot(name)) == &primary)
+            return name;
+    }
+}
+
 } // namespace asio_sync::test
 
 #endif // ASIO_SYNC_TEST_SUPPORT_REDIS_CLUSTER_HPP

@@ -24,6 +24,12 @@ inline std::string queue_length(const redis_server& server, const std::string& n
     return server.command({"ZCOUNT", s.key(redis::detail::semaphore_key::queue), "-inf", "(+inf"});
 }
 
+// The cluster slot of the semaphore `name`.
+inline int slot_of_semaphore(const std::string& name)
+{
+    return redis::detail::semaphore_script(name).slot();
+}
+
 } // namespace asio_sync::test
 
 #endif // ASIO_SYNC_TEST_SUPPORT_SEMAPHORE_KEYS_HPP
