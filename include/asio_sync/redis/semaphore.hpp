@@ -395,7 +395,7 @@ public:
     /// they wait. Every process learns the new capacity (`capacity()`), from the semaphore's channel
     /// or, should it miss the message, from its next read of the capacity; an acquire never fails
     /// because its process had not learnt it yet. The resize outlives the semaphore's state in
-    /// Redis: its idle expiry and lost state (see "Resizing" in docs/cluster.md).
+    /// Redis when that is lost (see "Resizing" in docs/cluster.md).
     ///
     /// With `set_capacity_mode::wait_for_holders` the operation completes once the permits held are
     /// at most the new capacity (at once for a larger one); with `set_capacity_mode::at_once`, as
