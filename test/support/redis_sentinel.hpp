@@ -28,6 +28,31 @@
 
 namespace asio_sync::test {
 
+// Whether sentinels watching the primary `name` (servers[0], with the replicas after it) can fail
+// it over: every replica in sync, and every sentinel knowing the replicas and the other sentinels.
+inline bool sentinels_ready(const std::vector<std::unique_ptr<redis_server>>& servers,
+                            const std::vector<std::unique_ptr<redis_server>>& sentinels, const char* name)
+{
+    // The value after `field` in SENTINEL MASTER's flat list of fields and values.
+    const auto count_of = [](const std::string& fields, const std::string& field) -> std::size_t {
+        const std::size_t at = fields.find(field + "\n");
+        return at == std::string::npos
+                   ? 0
+                   : static_cast<std::size_t>(std::stoul(fields.substr(at + field.size() + 1)));
+    };
+    for (std::size_t i = 1; i < servers.size(); ++i)
+        if (servers[i]->command({"INFO", "replication"}).find("master_link_status:up") == std::string::npos)
+            return false;
+    for (const auto& s : sentinels)
+    {
+        const std::string known = s->command({"SENTINEL", "MASTER", name});
+        if (count_of(known, "num-slaves") != servers.size() - 1 ||
+            count_of(known, "num-other-sentinels") != sentinels.size() - 1)
+            return false;
+    }
+    return true;
+}
+
 class redis_sentinel_set
 {
 public:
@@ -66,20 +91,8 @@ public:
         }
         // Ready once every replica is in sync and every sentinel knows the replicas and the other
         // sentinels: only then can a failover happen.
-        wait_for_set_up("the replicas to sync and the sentinels to meet", [&] {
-            for (std::size_t i = 1; i < servers_.size(); ++i)
-                if (servers_[i]->command({"INFO", "replication"}).find("master_link_status:up") ==
-                    std::string::npos)
-                    return false;
-            for (const auto& s : sentinels_)
-            {
-                const std::string known = s->command({"SENTINEL", "MASTER", name});
-                if (count_of(known, "num-slaves") != replicas ||
-                    count_of(known, "num-other-sentinels") != sentinels - 1)
-                    return false;
-            }
-            return true;
-        });
+        wait_for_set_up("the replicas to sync and the sentinels to meet",
+                        [&] { return sentinels_ready(servers_, sentinels_, name); });
     }
 
     redis_sentinel_set(const redis_sentinel_set&) = delete;
@@ -154,15 +167,6 @@ public:
     }
 
 private:
-    // The value after `field` in SENTINEL MASTER's flat list of fields and values.
-    static std::size_t count_of(const std::string& fields, const std::string& field)
-    {
-        const std::size_t at = fields.find(field + "\n");
-        if (at == std::string::npos)
-            return 0;
-        return static_cast<std::size_t>(std::stoul(fields.substr(at + field.size() + 1)));
-    }
-
     std::vector<std::unique_ptr<redis_server>> servers_;
     std::vector<std::unique_ptr<redis_server>> sentinels_;
 };

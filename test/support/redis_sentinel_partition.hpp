@@ -19,6 +19,7 @@
 // Every server refuses writes once no replica has acknowledged it for `min_replicas_max_lag`
 // seconds (min-replicas-to-write 1); the sentinels judge a primary down after `down_after`.
 
+#include "redis_sentinel.hpp"
 #include "redis_server.hpp"
 #include "tcp_proxy.hpp"
 
@@ -75,20 +76,8 @@ public:
             s.command({"SENTINEL", "SET", name, "down-after-milliseconds", std::to_string(down_after.count()),
                        "failover-timeout", "4000", "parallel-syncs", "2"});
         }
-        wait_for_set_up("the replicas to sync and the sentinels to meet", [&] {
-            for (std::size_t i = 1; i < servers_.size(); ++i)
-                if (servers_[i]->command({"INFO", "replication"}).find("master_link_status:up") ==
-                    std::string::npos)
-                    return false;
-            for (const auto& s : sentinels_)
-            {
-                const std::string known = s->command({"SENTINEL", "MASTER", name});
-                if (known.find("num-slaves\n2\n") == std::string::npos ||
-                    known.find("num-other-sentinels\n2\n") == std::string::npos)
-                    return false;
-            }
-            return true;
-        });
+        wait_for_set_up("the replicas to sync and the sentinels to meet",
+                        [&] { return sentinels_ready(servers_, sentinels_, name); });
     }
 
     redis_sentinel_partition(const redis_sentinel_partition&) = delete;

@@ -548,18 +548,13 @@ private:
         if (!impl)
             return;
         auto state = std::make_shared<confirmation>(std::move(handler));
-        formatted_command call = formatted_command::format_for_pipeline(args);
-        call.route_to(script_.slot());
-        formatted_command wait = formatted_command::format_for_pipeline(std::vector<std::string>{
-            "WAIT", std::to_string(durable_replicas_), std::to_string(wait_timeout_.count())});
-        wait.route_to(script_.slot());
         start_confirmed_command(
             impl, executor_,
             [state](boost::system::error_code ec, const reply& r) {
                 const semaphore_reply answer = decode_semaphore_reply(ec, r);
                 state->arrived(&answer, false);
             },
-            std::move(call),
+            routed(args),
             [state, wanted = durable_replicas_](boost::system::error_code ec, const reply& acks) {
                 state->arrived(nullptr,
                                !ec && acks.kind == reply_kind::integer &&
@@ -568,7 +563,17 @@ private:
                                    ? boost::system::error_code(redis::error::no_permission)
                                    : boost::system::error_code());
             },
-            std::move(wait));
+            routed(std::vector<std::string>{"WAIT", std::to_string(durable_replicas_),
+                                            std::to_string(wait_timeout_.count())}));
+    }
+
+    // A command formatted for the node of the semaphore's slot in a cluster.
+    template <class Args>
+    formatted_command routed(const Args& args) const
+    {
+        formatted_command command = formatted_command::format_for_pipeline(args);
+        command.route_to(script_.slot());
+        return command;
     }
 
     // Sends a command, as the connection's async_execute does, to the node of the semaphore's
@@ -580,11 +585,7 @@ private:
     void execute(const Args& args, Handler&& handler)
     {
         if (const std::shared_ptr<connection_impl> impl = link_.lock())
-        {
-            formatted_command command = formatted_command::format_for_pipeline(args);
-            command.route_to(script_.slot());
-            start_command(impl, executor_, std::forward<Handler>(handler), std::move(command));
-        }
+            start_command(impl, executor_, std::forward<Handler>(handler), routed(args));
     }
 
     template <class Handler>
