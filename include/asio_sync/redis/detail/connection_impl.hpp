@@ -746,12 +746,9 @@ private:
         return *nodes_.front();
     }
 
-    // Whether every node known answered that its cluster support is disabled.
-    bool only_standalone() const noexcept
-    {
-        return !slots_.empty() && std::all_of(nodes_.begin(), nodes_.end(),
-                                              [](const std::unique_ptr<node>& n) { return n->standalone; });
-    }
+    // Whether every node known answered that its cluster support is disabled (asked for each
+    // command routed: a count, not a scan).
+    bool only_standalone() const noexcept { return !slots_.empty() && standalone_nodes_ == nodes_.size(); }
 
     // Queues `op` on its node (or on `to`, after ASKING if `asking`), and starts the node's link.
     // In a cluster, the commands of one slot reach the server in the order they were sent,
@@ -864,7 +861,8 @@ private:
     // they all fail.
     void drop_standalone(node& n, const reply& r)
     {
-        n.standalone = true;
+        if (!std::exchange(n.standalone, true))
+            ++standalone_nodes_;
         perform(n.command, n.command.fsm.close());
         if (only_standalone())
         {
@@ -1087,6 +1085,7 @@ private:
     link* slots_link_ = nullptr;               // where CLUSTER SLOTS awaits its reply
     bool slots_wanted_ = false;                // the map must be asked (again)
     bool map_known_ = false;                   // the map was answered once: commands may be written
+    std::size_t standalone_nodes_ = 0;         // nodes without cluster support
     slot_map_refresh slots_refresh_;           // when it may be asked again
     boost::asio::steady_timer slots_timer_;    // until then
     bool slots_timer_armed_ = false;
