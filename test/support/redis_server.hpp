@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -57,9 +58,11 @@ public:
     explicit redis_server(options opts) : options_(std::move(opts)), dir_(make_temp_dir())
     {
         // Another process may take the free port before the server binds it: try a few.
+        const auto& args = options_.extra_args;
+        const bool cluster = std::find(args.begin(), args.end(), "--cluster-enabled") != args.end();
         for (int attempt = 1;; ++attempt)
         {
-            port_ = free_port();
+            port_ = cluster ? free_cluster_port() : free_port();
             try
             {
                 start();
@@ -304,8 +307,8 @@ private:
         return pattern;
     }
 
-    // A port the kernel just handed out on the loopback interface, so free an instant ago.
-    static std::uint16_t free_port()
+    // Binds `port` (0: any) on the loopback interface; the port bound, or 0 when taken.
+    static std::uint16_t try_bind(std::uint16_t port)
     {
         const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         if (fd < 0)
@@ -313,14 +316,33 @@ private:
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        addr.sin_port = 0;
+        addr.sin_port = htons(port);
         socklen_t len = sizeof addr;
         const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
                         ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
         ::close(fd);
-        if (!ok)
-            throw std::runtime_error("redis_server: no free port");
-        return ntohs(addr.sin_port);
+        return ok ? ntohs(addr.sin_port) : 0;
+    }
+
+    // A port the kernel just handed out on the loopback interface, so free an instant ago.
+    static std::uint16_t free_port()
+    {
+        if (const auto port = try_bind(0))
+            return port;
+        throw std::runtime_error("redis_server: no free port");
+    }
+
+    // A cluster node also listens on its port + 10000 (the cluster bus), so its port is at most
+    // 55535, which a port from the ephemeral range (up to 60999) often is not: draw until both fit.
+    static std::uint16_t free_cluster_port()
+    {
+        for (int draw = 0; draw < 256; ++draw)
+        {
+            const auto port = free_port();
+            if (port <= 55535 && try_bind(static_cast<std::uint16_t>(port + 10000)) != 0)
+                return port;
+        }
+        throw std::runtime_error("redis_server: no free port with a free cluster bus port");
     }
 
     redisContext* connect(std::chrono::milliseconds timeout) const
