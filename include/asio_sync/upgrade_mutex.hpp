@@ -64,12 +64,10 @@ namespace asio_sync {
 /// it waits only for plain readers, which never wait for anything while they hold their share. A
 /// writer queued before the upgrade cannot block it, since the upgrade does not queue behind it.
 ///
-/// It shares the rest with the other primitives: per-operation cancellation, deadlines
-/// ([Deadlines](deadlines.md)), one allocation per wait through the handler's allocator,
-/// completions posted through the handler's associated executor and never invoked inside a member
-/// function or under a lock, and an unlock happens-before the completion of every lock operation it
-/// lets through. Every member function may be called concurrently from any thread; `try_lock*`, an
-/// unlock while nobody waits and a lock granted at once are a lock-free compare-and-swap.
+/// Every wait keeps the contract of \ref async_waits, with the `_for` and `_until` forms of
+/// [Deadlines](deadlines.md); an unlock happens-before the completion of every lock operation it
+/// lets through. `try_lock*`, an unlock while nobody waits and a lock granted at once are a
+/// lock-free compare-and-swap.
 ///
 /// Not copyable, not movable; not recursive, and with no owner: the preconditions of the unlock
 /// and downgrade functions are asserted in debug builds where the state shows them broken. There
@@ -96,7 +94,7 @@ public:
 
     /// Constructs an unlocked mutex.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     explicit basic_upgrade_mutex(const executor_type& ex)
         : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context))
     {
@@ -106,9 +104,7 @@ public:
 
     /// Constructs an unlocked mutex that uses the context's executor.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
-    /// executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     template <
         class ExecutionContext,
         std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
@@ -134,44 +130,13 @@ public:
     /// `unlock()` it (or downgrade it).
     ///
     /// The writer waits until nobody holds the lock in any mode, and behind every lock operation
-    /// queued before it; readers that arrive later wait behind it.
+    /// queued before it; readers that arrive later wait behind it. A cancelled writer lets the
+    /// waiters it held up move on.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then.
-    ///
-    /// @par Errors
-    /// - none: the caller holds the lock alone.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the operation waited. Nothing is held.
-    /// .
-    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
-    /// back; this function then throws only if that happens at the call, with the mutex as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked.
-    ///
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \aborterrors
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -181,48 +146,12 @@ public:
                           where);
     }
 
-    /// Starts an exclusive lock that gives up after `timeout`: `async_lock` with a time limit. See
-    /// [Deadlines](deadlines.md).
+    /// Starts `async_lock` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock`, and
-    /// - `asio_sync::error::timed_out`: the deadline passed first; nothing is held;
-    /// - `boost::asio::error::no_memory`: the operation was queued but its timer could not be
-    ///   started, so it left the queue rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the operation can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -234,46 +163,12 @@ public:
                           detail::deadline_after(timeout), where);
     }
 
-    /// Starts an exclusive lock that gives up at `expiry`: `async_lock_for` with a point in time
-    /// instead of a duration.
+    /// Starts `async_lock` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the operation
-    /// can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -285,42 +180,11 @@ public:
                           where);
     }
 
-    /// Starts `async_lock` whose handler receives a `unique_lock` that owns the lock.
+    /// Starts `async_lock` whose handler receives a `std::unique_lock` that owns the lock; errors as `async_lock`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::unique_lock<basic_upgrade_mutex>)`. On success the
-    /// `unique_lock` owns the lock (adopted) and gives it back when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then.
-    ///
-    /// @par Errors
-    /// As `async_lock`, with an empty `unique_lock`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked.
-    /// The mutex must outlive the `unique_lock` the handler receives.
-    ///
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::unique_lock<basic_upgrade_mutex>}
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -331,47 +195,12 @@ public:
             detail::exclusive_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
-    /// Starts `async_lock_for` whose handler receives a `unique_lock` that owns the lock.
+    /// Starts `async_scoped_lock` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::unique_lock<basic_upgrade_mutex>)`. On success the
-    /// `unique_lock` owns the lock (adopted) and gives it back when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_for`, with an empty `unique_lock`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    /// The mutex must outlive the `unique_lock` the handler receives.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the operation can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::unique_lock<basic_upgrade_mutex>}
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_upgrade_mutex>))
@@ -384,48 +213,12 @@ public:
             detail::exclusive_mode, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
-    /// Starts `async_lock_until` whose handler receives a `unique_lock` that owns the lock.
+    /// Starts `async_scoped_lock` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::unique_lock<basic_upgrade_mutex>)`. On success the
-    /// `unique_lock` owns the lock (adopted) and gives it back when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_until`, with an empty `unique_lock`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    /// The mutex must outlive the `unique_lock` the handler receives.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the operation
-    /// can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::unique_lock<basic_upgrade_mutex>}
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_upgrade_mutex>))
@@ -444,42 +237,10 @@ public:
     /// Waits while a writer holds the lock, while an upgrade is in progress, or while any lock
     /// operation is queued (FIFO). An upgrade holder does not keep readers out.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then.
-    ///
-    /// @par Errors
-    /// - none: the caller holds a share of the lock.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the operation waited. Nothing is held.
-    /// .
-    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
-    /// back; this function then throws only if that happens at the call, with the mutex as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked.
-    ///
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \aborterrors
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -488,48 +249,12 @@ public:
         return plain_lock(detail::shared_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
-    /// Starts a shared lock that gives up after `timeout`: `async_lock_shared` with a time limit. See
-    /// [Deadlines](deadlines.md).
+    /// Starts `async_lock_shared` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_shared`, and
-    /// - `asio_sync::error::timed_out`: the deadline passed first; nothing is held;
-    /// - `boost::asio::error::no_memory`: the operation was queued but its timer could not be
-    ///   started, so it left the queue rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the operation can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -541,46 +266,12 @@ public:
                           detail::deadline_after(timeout), where);
     }
 
-    /// Starts a shared lock that gives up at `expiry`: `async_lock_shared_for` with a point in time
-    /// instead of a duration.
+    /// Starts `async_lock_shared` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_shared_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the operation
-    /// can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -592,42 +283,11 @@ public:
                           where);
     }
 
-    /// Starts `async_lock_shared` whose handler receives a `shared_lock` that owns the lock.
+    /// Starts `async_lock_shared` whose handler receives a `std::shared_lock` that owns the lock; errors as `async_lock_shared`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::shared_lock<basic_upgrade_mutex>)`. On success the
-    /// `shared_lock` owns the lock (adopted) and gives it back when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then.
-    ///
-    /// @par Errors
-    /// As `async_lock_shared`, with an empty `shared_lock`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked.
-    /// The mutex must outlive the `shared_lock` the handler receives.
-    ///
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::shared_lock<basic_upgrade_mutex>}
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -638,47 +298,12 @@ public:
             detail::shared_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
-    /// Starts `async_lock_shared_for` whose handler receives a `shared_lock` that owns the lock.
+    /// Starts `async_scoped_lock_shared` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::shared_lock<basic_upgrade_mutex>)`. On success the
-    /// `shared_lock` owns the lock (adopted) and gives it back when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_shared_for`, with an empty `shared_lock`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    /// The mutex must outlive the `shared_lock` the handler receives.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the operation can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::shared_lock<basic_upgrade_mutex>}
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_upgrade_mutex>))
@@ -691,48 +316,12 @@ public:
             detail::shared_mode, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
-    /// Starts `async_lock_shared_until` whose handler receives a `shared_lock` that owns the lock.
+    /// Starts `async_scoped_lock_shared` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::shared_lock<basic_upgrade_mutex>)`. On success the
-    /// `shared_lock` owns the lock (adopted) and gives it back when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_shared_until`, with an empty `shared_lock`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    /// The mutex must outlive the `shared_lock` the handler receives.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the operation
-    /// can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::shared_lock<basic_upgrade_mutex>}
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_upgrade_mutex>))
@@ -752,42 +341,10 @@ public:
     /// Waits while a writer or another upgrade holder holds the lock, or while any lock operation
     /// is queued (FIFO). Readers do not keep it out.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then.
-    ///
-    /// @par Errors
-    /// - none: the caller holds the upgrade lock.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the operation waited. Nothing is held.
-    /// .
-    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
-    /// back; this function then throws only if that happens at the call, with the mutex as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked.
-    ///
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \aborterrors
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_upgrade(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -796,48 +353,12 @@ public:
         return plain_lock(detail::upgrade_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
-    /// Starts the upgrade lock that gives up after `timeout`: `async_lock_upgrade` with a time limit. See
-    /// [Deadlines](deadlines.md).
+    /// Starts `async_lock_upgrade` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_upgrade`, and
-    /// - `asio_sync::error::timed_out`: the deadline passed first; nothing is held;
-    /// - `boost::asio::error::no_memory`: the operation was queued but its timer could not be
-    ///   started, so it left the queue rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the operation can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -849,46 +370,12 @@ public:
                           detail::deadline_after(timeout), where);
     }
 
-    /// Starts the upgrade lock that gives up at `expiry`: `async_lock_upgrade_for` with a point in time
-    /// instead of a duration.
+    /// Starts `async_lock_upgrade` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_upgrade_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the operation
-    /// can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -900,42 +387,11 @@ public:
                           where);
     }
 
-    /// Starts `async_lock_upgrade` whose handler receives a `upgrade_lock` that owns the lock.
+    /// Starts `async_lock_upgrade` whose handler receives a `upgrade_lock` that owns the lock; errors as `async_lock_upgrade`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, upgrade_lock<basic_upgrade_mutex>)`. On success the
-    /// `upgrade_lock` owns the lock (adopted) and gives it back when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then.
-    ///
-    /// @par Errors
-    /// As `async_lock_upgrade`, with an empty `upgrade_lock`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked.
-    /// The mutex must outlive the `upgrade_lock` the handler receives.
-    ///
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{upgrade_lock<basic_upgrade_mutex>}
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    upgrade_lock<basic_upgrade_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -946,47 +402,12 @@ public:
             detail::upgrade_mode, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
-    /// Starts `async_lock_upgrade_for` whose handler receives a `upgrade_lock` that owns the lock.
+    /// Starts `async_scoped_lock_upgrade` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, upgrade_lock<basic_upgrade_mutex>)`. On success the
-    /// `upgrade_lock` owns the lock (adopted) and gives it back when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_upgrade_for`, with an empty `upgrade_lock`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    /// The mutex must outlive the `upgrade_lock` the handler receives.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the operation can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{upgrade_lock<basic_upgrade_mutex>}
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    upgrade_lock<basic_upgrade_mutex>))
@@ -999,48 +420,12 @@ public:
             detail::upgrade_mode, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
-    /// Starts `async_lock_upgrade_until` whose handler receives a `upgrade_lock` that owns the lock.
+    /// Starts `async_scoped_lock_upgrade` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, upgrade_lock<basic_upgrade_mutex>)`. On success the
-    /// `upgrade_lock` owns the lock (adopted) and gives it back when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot: the operation leaves the queue, the waiters it held up move
-    /// on, and it completes with `operation_aborted`. A cancellation racing the grant has exactly
-    /// one outcome: success with the lock held, or `operation_aborted` with nothing held.
-    /// The timer is cancelled with the operation; a cancellation is never reported as `timed_out`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_upgrade_until`, with an empty `upgrade_lock`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    /// The mutex must outlive the `upgrade_lock` the handler receives.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the operation
-    /// can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{upgrade_lock<basic_upgrade_mutex>}
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    upgrade_lock<basic_upgrade_mutex>))
@@ -1066,44 +451,20 @@ public:
     /// (posted) and changes nothing; called by another thread of control while someone else holds
     /// it (the mutex has no owner to check), it upgrades the holder's lock on the caller's behalf.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total: the upgrade stops waiting and completes with
-    /// `operation_aborted`; the caller keeps the upgrade lock. A cancellation racing the last
-    /// reader's leaving has exactly one outcome: the exclusive lock, or the upgrade lock still.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then.
-    ///
-    /// @par Errors
-    /// - none: the caller holds the exclusive lock.
+    /// \ecsig
+    /// @par Errors and cancellation
     /// - `asio_sync::error::no_upgrade_lock`: nobody held the upgrade lock, or an upgrade was
     ///   already in progress; decided at the call, nothing changed.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the upgrade waited. The caller still holds the upgrade lock,
-    ///   and the lock operations the upgrade held up move on.
+    /// - `boost::asio::error::operation_aborted`: cancellation (terminal, partial, total),
+    ///   `cancel()`, or the mutex's destruction, while the upgrade waited. The caller still holds
+    ///   the upgrade lock, and the lock operations the upgrade held up move on. A cancellation
+    ///   racing the last reader's leaving has exactly one outcome: the exclusive lock, or the
+    ///   upgrade lock still.
     /// .
-    /// If the completion cannot be submitted, the handler is destroyed instead and the exclusive lock
-    /// it was granted is given back.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked.
-    ///
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// If the completion cannot be submitted, the handler is destroyed and the exclusive lock it was
+    /// granted is given back.
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   UpgradeToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_upgrade(UpgradeToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -1113,47 +474,13 @@ public:
                           where);
     }
 
-    /// Starts an upgrade that gives up after `timeout`: `async_upgrade` with a time limit. On
-    /// `timed_out` the caller still holds the upgrade lock.
+    /// Starts `async_upgrade` that gives up after `timeout`; on `timed_out` the caller still
+    /// holds the upgrade lock.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total: the upgrade stops waiting and completes with
-    /// `operation_aborted`; the caller keeps the upgrade lock. A cancellation racing the last
-    /// reader's leaving has exactly one outcome: the exclusive lock, or the upgrade lock still.
-    /// The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_upgrade`, and
-    /// - `asio_sync::error::timed_out`: the deadline passed first; the caller still holds the upgrade lock;
-    /// - `boost::asio::error::no_memory`: the operation was queued but its timer could not be
-    ///   started, so it left the queue rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the operation can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   UpgradeToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -1165,45 +492,13 @@ public:
                           detail::deadline_after(timeout), where);
     }
 
-    /// Starts an upgrade that gives up at `expiry`: `async_upgrade_for` with a point in time
-    /// instead of a duration.
+    /// Starts `async_upgrade` that gives up at `expiry`; on `timed_out` the caller still holds
+    /// the upgrade lock.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total: the upgrade stops waiting and completes with
-    /// `operation_aborted`; the caller keeps the upgrade lock. A cancellation racing the last
-    /// reader's leaving has exactly one outcome: the exclusive lock, or the upgrade lock still.
-    /// The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock and
-    /// downgrade functions, `cancel` or the destructor; it is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, also when granted at once, with
-    /// outstanding work tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_upgrade_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending
-    /// operation. A cancellation signal bound to the operation must not be emitted after the mutex
-    /// is destroyed. At context shutdown a pending operation's handler is destroyed without being
-    /// invoked. An operation that waits allocates one object with the handler's associated
-    /// allocator, freed before the handler is invoked. A timed one's object holds its timer, whose wait is
-    /// allocated through the same allocator.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the operation
-    /// can be decided at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   UpgradeToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -1341,13 +636,7 @@ public:
         return count;
     }
 
-    /// Attaches `observer` to the mutex's waits, or detaches it (null): every lock (or upgrade) that
-    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
-    /// (see `wait_observer`). Locks and upgrades decided at once are not reported, and the lock-free
-    /// paths never look at the observer. See [Observing waits](observing.md).
-    ///
-    /// @param observer The observer, or null. It must outlive every wait queued while it is
-    /// attached.
+    /// \setobserver
     void set_observer(wait_observer* observer) noexcept
     {
         impl_.observer.store(observer, std::memory_order_release);
