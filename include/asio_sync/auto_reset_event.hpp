@@ -23,7 +23,7 @@
 
 namespace asio_sync {
 
-/// An asynchronous auto-reset event for Asio: each set lets exactly one waiter through.
+/// An asynchronous auto-reset event for Asio: a set lets exactly one waiter through.
 ///
 /// `set()` completes the oldest queued `async_wait`, or, if nobody waits, leaves the event set so
 /// that the next wait completes at once and clears it. A set event stays set once: setting it
@@ -33,10 +33,9 @@ namespace asio_sync {
 ///
 /// This is exactly a `basic_semaphore` bounded at one permit whose release saturates, and it is
 /// built on one: every guarantee of the semaphore holds for `async_wait` as for `async_acquire(1)`
-/// (FIFO, never inline, never under the lock, per-operation cancellation, the **Faults** rule:
-/// the set of a completion that cannot be delivered passes to the next waiter or stays, context
-/// shutdown, allocation only with the handler's allocator). `is_set`, `reset` and a wait on a set
-/// event are lock-free; `set` takes the internal lock for a moment (see `set`).
+/// (the contract of \ref async_waits, and the semaphore's **Faults** rule: the set of a completion
+/// that cannot be delivered passes to the next waiter or stays). `is_set`, `reset` and a wait on a
+/// set event are lock-free; `set` takes the internal lock for a moment (see `set`).
 ///
 /// **Memory ordering.** Everything a thread did before `set()` happens-before the completion of
 /// the wait that this set lets through (or the `reset()` that clears it).
@@ -64,7 +63,7 @@ public:
 
     /// Constructs an event, clear unless `initially_set`.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     /// @param initially_set Whether the event starts set.
     explicit basic_auto_reset_event(const executor_type& ex, bool initially_set = false)
         : signal_(ex, initially_set ? 1 : 0, 1)
@@ -74,9 +73,7 @@ public:
 
     /// Constructs an event that uses the context's executor.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
-    /// executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     /// @param initially_set Whether the event starts set.
     template <
         class ExecutionContext,
@@ -119,53 +116,27 @@ public:
     /// @returns the number of waits aborted.
     std::size_t cancel() { return signal_.cancel(); }
 
-    /// Starts an asynchronous wait for a set.
+    /// Starts an asynchronous wait until a set.
     ///
     /// On a set event the wait consumes the set and completes at once (posted, never inline);
-    /// otherwise it is queued behind earlier waits until a `set()` reaches it.
-    ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
-    /// same: the wait leaves the queue and completes with `operation_aborted`. A cancellation that
+    /// otherwise it is queued behind earlier waits until a `set()` reaches it. A cancellation that
     /// races a `set()` has exactly one outcome: success (the wait consumed the set) or
-    /// `operation_aborted` (the set passed to the next waiter, or the event stays set). A wait
-    /// decided at initiation is not cancellable.
+    /// `operation_aborted` (the set passed to the next waiter, or the event stays set). If the
+    /// completion of a wait decided at once cannot be submitted, this function throws, and the
+    /// event
+    /// is set again.
     ///
     /// Racing the wait against a timer with `||` (Asio's awaitable operators) can lose a set: when
     /// the wait takes a set just as the timer wins, `||` reports the timer and discards the wait's
-    /// success, and the event is clear although nobody acted on the set.
+    /// success, and the event is clear although nobody acted on the set; use `async_wait_for`.
     /// `basic_semaphore::async_acquire` has the same hazard (see the FAQ).
     /// `experimental::make_parallel_group` with `wait_for_one` hands its handler the wait's own
     /// result instead: a wait that succeeded took the set, to act on or to put back with `set()`.
     ///
-    /// @par Executor
-    /// As `basic_semaphore::async_acquire`: the handler is submitted to its associated executor
-    /// (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work tracked
-    /// until then.
-    ///
-    /// @par Errors
-    /// - none: the wait consumed a set.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   event's destruction, while the wait was queued.
-    /// .
-    /// If the completion of a wait decided at once cannot be submitted, this function throws what
-    /// the executor or allocator threw, and the event is set again.
-    ///
-    /// @par Object lifetimes
-    /// The event must exist for the whole call; afterwards it may be destroyed while the wait is
-    /// queued, which then completes with `operation_aborted`. A cancellation signal bound to the
-    /// operation must not be emitted after the event is destroyed: its cancellation handler refers
-    /// to the event (the behaviour is undefined).
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \aborterrors
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -174,46 +145,13 @@ public:
         return signal_.async_acquire(1, std::forward<WaitToken>(token), where);
     }
 
-    /// Starts an asynchronous wait for a set, giving up after `timeout`: `async_wait` with a time
-    /// limit, where racing the wait against a timer with `||` could lose a set.
+    /// Starts `async_wait` that gives up after `timeout`; a set racing the deadline is consumed or
+    /// goes to the next wait, never lost.
     ///
-    /// Everything said of `async_wait` holds, and in addition the wait completes with
-    /// `asio_sync::error::timed_out` if no set reached it when the time runs out. A set that races
-    /// the deadline has exactly one outcome: the wait consumes it (success), or it times out and
-    /// the set goes to the next wait or leaves the event set; a set is never lost. A wait decided
-    /// at once starts no timer. See [Deadlines](deadlines.md).
-    ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`, never as
-    /// `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// As `async_wait`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_wait`, and
-    /// - `asio_sync::error::timed_out`: no set reached the wait in time;
-    /// - `boost::asio::error::no_memory`: the wait was queued but its timer could not be started,
-    ///   so it left the queue rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The event may be destroyed, and the context may shut down, while the timer is pending. A
-    /// wait that is queued allocates one object, which holds the timer, and the timer's wait, both
-    /// with the handler's associated allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the event is set.
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -224,34 +162,13 @@ public:
         return signal_.async_acquire_for(1, timeout, std::forward<WaitToken>(token), where);
     }
 
-    /// Starts an asynchronous wait for a set, giving up at `expiry`: `async_wait_for` with a
-    /// point in time instead of a duration.
+    /// Starts `async_wait` that gives up at `expiry`; a set racing the deadline is consumed or goes
+    /// to the next wait, never lost.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`.
-    ///
-    /// @par Executor
-    /// As `async_wait`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_wait_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_wait_for`.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the event is set.
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -262,13 +179,7 @@ public:
         return signal_.async_acquire_until(1, expiry, std::forward<WaitToken>(token), where);
     }
 
-    /// Attaches `observer` to the event's waits, or detaches it (null): every wait that queues from
-    /// now on is reported to it, when queued and when it ends, with how long it waited (see
-    /// `wait_observer`). Waits decided at once are not reported, and the lock-free paths never look
-    /// at the observer. See [Observing waits](observing.md).
-    ///
-    /// @param observer The observer, or null. It must outlive every wait queued while it is
-    /// attached.
+    /// \setobserver
     void set_observer(wait_observer* observer) noexcept { signal_.set_observer(observer); }
 
 private:

@@ -48,36 +48,19 @@ namespace asio_sync {
 /// that does not throw; a throwing one is best kept to `use_awaitable` and plain handlers. Two
 /// phases complete one after the other, but their completion functions may overlap if an arrival
 /// of the next phase comes from a thread other than the one running the function (only possible
-/// with arrivals that do not wait, or with one participant).
+/// with arrivals that do not wait, or with one participant). The function is stored once, at
+/// construction.
 ///
-/// **Completion.** A handler is never invoked from inside an arrival, `cancel` or the
-/// destructor, and never while the barrier's internal lock is held. It runs through its
-/// associated executor (by default the barrier's), as if by `boost::asio::post`, and the
-/// operation keeps that executor's work outstanding until then.
-///
-/// **Faults.** A completion that cannot be submitted (the handler's associated allocator or
-/// executor throws) loses only its own handler, which is destroyed without being invoked; its
-/// arrival has counted, and the call that completed the phase still completes every other waiter
-/// and does not throw because of it. Only the last arrival's own completion is reported, by
-/// throwing from its `async_arrive_and_wait`: the phase has completed, the other waiters are
-/// released. An arrival that cannot allocate its operation or install its cancellation handler
-/// throws and has not arrived.
-///
-/// **Allocation.** An `async_arrive_and_wait` allocates at most one operation object, with the
-/// handler's associated allocator; a timed one that waits also allocates its timer's wait with
-/// it. Nothing else is allocated per arrival. The completion
-/// function is stored once, at construction.
-///
-/// **Thread safety.** Every member function may be called concurrently from any thread.
+/// The arrivals keep the contract of \ref async_waits. **Faults:** a completion that cannot be
+/// submitted loses only its own handler; its arrival has counted, and the call that completed the
+/// phase still completes every other waiter and does not throw because of it. Only the last
+/// arrival's own completion is reported, by throwing from its `async_arrive_and_wait`: the phase
+/// has completed, the other waiters are released. An arrival that cannot allocate its operation
+/// or install its cancellation handler throws and has not arrived.
 ///
 /// **Memory ordering.** Everything each participant did before its arrival happens-before the
 /// completion function of that phase, and both happen-before the completion of every waiter of
 /// the phase.
-///
-/// **Lifetime.** The barrier must outlive any call on it; destroying it aborts the arrivals still
-/// waiting, and no cancellation signal bound to one of them may be emitted afterwards. It may
-/// outlive its execution context: context shutdown destroys the waiting arrivals' handlers
-/// without invoking them.
 ///
 /// **Not copyable, not movable:** queued operations refer to the barrier by address.
 ///
@@ -105,7 +88,7 @@ public:
 
     /// Constructs a barrier whose phases each expect `expected` arrivals.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     /// @param expected The number of participants of each phase. With 0, every arrival throws.
     /// @param completion_function Run once per phase, when its last participant arrives, before
     /// any waiter of the phase continues; empty for none.
@@ -118,9 +101,7 @@ public:
 
     /// Constructs a barrier that uses the context's executor.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
-    /// executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     /// @param expected The number of participants of each phase.
     /// @param completion_function Run once per phase; empty for none.
     template <
@@ -173,47 +154,28 @@ public:
     ///
     /// If this is the last arrival of the phase, the completion function runs inside this call,
     /// then every waiter of the phase completes, oldest first, and this operation last; none is
-    /// invoked inside this call. Otherwise the arrival waits until the last one.
+    /// invoked inside this call. Otherwise the arrival waits until the last one. With
+    /// `boost::asio::use_awaitable` the last arrival continues without suspending, once the
+    /// completion function has run and the others are released (after 64 arrivals, acquires or
+    /// waits
+    /// in a row completed that way on a thread, the next one first yields through the executor).
     ///
     /// @par Completion signature
     /// `void(boost::system::error_code, std::size_t phase)`: the phase the arrival belonged to,
     /// also on error.
     ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
-    /// same: if the phase has not completed, the arrival is withdrawn (the phase misses it again)
-    /// and the operation completes with `operation_aborted`. A cancellation that races the last
-    /// arrival has exactly one outcome: the arrival is withdrawn, or the phase completes with it;
-    /// never both, never neither. The last arrival of a phase is not cancellable.
-    ///
-    /// @par Executor
-    /// The handler is submitted to its associated executor (default: `get_executor()`) as if by
-    /// `boost::asio::post`; outstanding work is tracked on it from initiation until then. With
-    /// `boost::asio::use_awaitable` the last arrival of a phase continues without suspending,
-    /// once the completion function has run and the others are released (after 64 arrivals,
-    /// acquires or waits in a row completed that way on a thread, the next one first yields
-    /// through the executor).
-    ///
-    /// @par Errors
-    /// - none: the phase completed.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   barrier's destruction, while the arrival waited; the arrival was withdrawn.
-    /// .
-    /// Throws `std::logic_error` if no participant is left, having changed nothing; and, from the
-    /// last arrival of a phase, whatever the completion function throws or the submission of its
-    /// own completion throws (see **Faults**).
-    ///
-    /// @par Object lifetimes
-    /// The barrier must exist for the whole call; afterwards it may be destroyed while the
-    /// arrival waits, which then completes with `operation_aborted`. A cancellation signal bound
-    /// to the operation must not be emitted after the barrier is destroyed: its cancellation
-    /// handler refers to the barrier (the behaviour is undefined).
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
+    /// @par Errors and cancellation
+    /// `boost::asio::error::operation_aborted`: cancellation, `cancel()`, or the barrier's
+    /// destruction, while the arrival waited; the arrival was withdrawn (the phase misses it
+    /// again).
+    /// A cancellation that races the last arrival has exactly one outcome: the arrival is
+    /// withdrawn,
+    /// or the phase completes with it. The last arrival of a phase is not cancellable. Throws
+    /// `std::logic_error` if no participant is left, having changed nothing; and, from the last
+    /// arrival of a phase, whatever the completion function throws or the submission of its own
+    /// completion throws.
+    /// \asyncwait
+    /// @param token The completion token (\ref async_waits_tokens).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::size_t))
                   ArriveToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_arrive_and_wait(ArriveToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
@@ -221,47 +183,16 @@ public:
         return detail::async_barrier_arrival(executor_, impl_, std::forward<ArriveToken>(token));
     }
 
-    /// Arrives at the current phase and waits for it to complete, giving up after `timeout`:
-    /// `async_arrive_and_wait` with a time limit.
-    ///
-    /// Everything said of `async_arrive_and_wait` holds, and in addition, if the phase has not
-    /// completed when the time runs out, the arrival is withdrawn (the phase misses it again, as
-    /// with a cancellation) and the operation completes with `asio_sync::error::timed_out`. The
-    /// last arrival of a phase completes it whatever the time limit, and starts no timer. A phase
-    /// completing as the time runs out has exactly one outcome: the arrival is withdrawn and
-    /// times out, or the phase completes with it. See [Deadlines](deadlines.md).
+    /// Starts `async_arrive_and_wait` that gives up after `timeout`: a timed-out arrival is
+    /// withdrawn,
+    /// as a cancelled one is. The last arrival of a phase completes it whatever the time limit, and
+    /// starts no timer.
     ///
     /// @par Completion signature
-    /// `void(boost::system::error_code, std::size_t phase)`: the phase the arrival belonged to,
-    /// also on error.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_arrive_and_wait`; reported as
-    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// As `async_arrive_and_wait`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_arrive_and_wait`, and
-    /// - `asio_sync::error::timed_out`: the time ran out first; the arrival was withdrawn;
-    /// - `boost::asio::error::no_memory`: the arrival waited but its timer could not be started,
-    ///   so it was withdrawn rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @par Object lifetimes
-    /// The barrier may be destroyed, and the context may shut down, while the timer is pending.
-    /// An arrival allocates one object, which holds the timer, and the timer's wait if it has to
-    /// wait, both with the handler's associated allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, on `std::chrono::steady_clock`. Zero or negative: give up
-    /// unless this is the last arrival of the phase.
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
+    /// `void(boost::system::error_code, std::size_t phase)`, as `async_arrive_and_wait`.
+    /// \timedwait
+    /// \forparams
+    /// @param token The completion token (\ref async_waits_tokens).
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::size_t))
                   ArriveToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -272,35 +203,13 @@ public:
                                              detail::deadline_after(timeout));
     }
 
-    /// Arrives at the current phase and waits for it to complete, giving up at `expiry`:
-    /// `async_arrive_and_wait_for` with a point in time instead of a duration.
+    /// Starts `async_arrive_and_wait` that gives up at `expiry`, as `async_arrive_and_wait_for`.
     ///
     /// @par Completion signature
-    /// `void(boost::system::error_code, std::size_t phase)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_arrive_and_wait`; reported as
-    /// `operation_aborted`.
-    ///
-    /// @par Executor
-    /// As `async_arrive_and_wait`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_arrive_and_wait_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @par Object lifetimes
-    /// As `async_arrive_and_wait_for`.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless this is the last
-    /// arrival of the phase.
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
+    /// `void(boost::system::error_code, std::size_t phase)`, as `async_arrive_and_wait`.
+    /// \timedwait
+    /// \untilparams
+    /// @param token The completion token (\ref async_waits_tokens).
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::size_t))
                   ArriveToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>

@@ -68,36 +68,22 @@ namespace asio_sync {
 /// holding the lock; a predicate wait first evaluates its predicate once more, and completes
 /// with success if it is true. See [Deadlines](deadlines.md).
 ///
-/// **Completion.** A handler is never invoked from inside `async_wait`, `notify_one`,
-/// `notify_all`, `cancel` or the destructor, and never while an internal lock is held. It runs
-/// through its associated executor (by default the condition variable's), as if by
-/// `boost::asio::post`, and the operation keeps that executor's work outstanding until then.
-///
-/// **Faults.** A notified wait whose relock cannot start (the handler's associated allocator or
-/// executor throws) loses only its own handler, which is destroyed without being invoked; the
-/// notification passes to the next waiter, and the notifying call does not throw. A relock whose
-/// completion cannot be submitted follows the mutex's fault rule: the lock goes back. An
-/// `async_wait` that cannot allocate its operation or install its cancellation handler throws,
-/// and the lock is still held by `lock`.
-///
-/// **Allocation.** A wait allocates one operation object with the handler's associated allocator,
-/// freed before the relock starts (a predicate wait keeps its one operation for all its rounds,
-/// until it completes); the relock allocates as a lock of the mutex does (nothing of its own when
-/// the mutex is free, one operation when it waits). A timed wait's operation holds its timer and
-/// is kept until the timer is done; the timer's wait is allocated with the same allocator.
-/// Nothing else. The condition variable itself
-/// allocates its internal state once, at construction, with `std::allocator`: a predicate wait
-/// between rounds shares it, so that it can still learn, after the condition variable is gone,
-/// that it must end.
-///
-/// **Thread safety.** Every member function may be called concurrently from any thread.
-///
-/// **Lifetime.** The condition variable must outlive any call on it; destroying it aborts the
-/// waits still queued, which relock and complete with `operation_aborted`, and the predicate waits
-/// between rounds, which complete with `operation_aborted` once their relock is done. The mutex
-/// must outlive every wait on it. It may outlive its execution context: context shutdown destroys the queued
-/// waits' handlers without invoking them.
-///
+/// The waits keep the contract of \ref async_waits, with these particulars:
+/// - **Faults.** A notified wait whose relock cannot start (the handler's associated allocator or
+///   executor throws) loses only its own handler, which is destroyed without being invoked; the
+///   notification passes to the next waiter, and the notifying call does not throw. A relock whose
+///   completion cannot be submitted follows the mutex's fault rule: the lock goes back. An
+///   `async_wait` that cannot allocate its operation or install its cancellation handler throws,
+///   and the lock is still held by `lock`.
+/// - **Allocation.** A wait's one operation is freed before the relock starts (a predicate wait
+///   keeps it for all its rounds; a timed wait until its timer is done); the relock allocates as a
+///   lock of the mutex does. The condition variable allocates its internal state once, at
+///   construction, with `std::allocator`: a predicate wait between rounds shares it, so that it can
+///   still learn, after the condition variable is gone, that it must end.
+/// - **Lifetime.** Destroying the condition variable aborts the waits still queued, which relock
+///   and complete with `operation_aborted`, and the predicate waits between rounds, which complete
+///   with `operation_aborted` once their relock is done. The mutex must outlive every wait on it.
+/// .
 /// **Not copyable, not movable:** queued operations refer to the condition variable by address.
 ///
 /// @tparam Executor The I/O executor: the default executor for completion handlers, and the
@@ -121,7 +107,7 @@ public:
 
     /// Constructs a condition variable.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     explicit basic_condition_variable(const executor_type& ex)
         : executor_(ex), impl_(std::make_shared<detail::event_impl>(
                              boost::asio::query(executor_, boost::asio::execution::context), false))
@@ -130,9 +116,7 @@ public:
 
     /// Constructs a condition variable that uses the context's executor.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
-    /// executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     template <
         class ExecutionContext,
         std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
@@ -184,36 +168,27 @@ public:
     /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex again, also
     /// on error, unless the mutex aborted the relock.
     ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
-    /// same: the wait leaves the queue, relocks, and completes with `operation_aborted`. A
-    /// cancellation that races a notification has exactly one outcome: the wait is woken (and
+    /// @par Errors and cancellation
+    /// - `boost::asio::error::operation_aborted`: cancellation, `cancel()`, or the destruction of
+    /// the
+    ///   condition variable, while the wait was queued (it leaves the queue and relocks first); or
+    /// the
+    ///   mutex aborted the relock (then `lock` does not own the mutex).
+    /// .
+    /// A cancellation that races a notification has exactly one outcome: the wait is woken (and
     /// completes successfully), or it is cancelled and the notification wakes the next waiter
     /// instead. A cancellation after the wait was woken does nothing; the relock is not
     /// cancellable.
-    ///
-    /// @par Executor
-    /// The handler is submitted to its associated executor (default: `get_executor()`) as if by
-    /// `boost::asio::post`; outstanding work is tracked on it from initiation until then.
-    ///
-    /// @par Errors
-    /// - none: the wait was woken by `notify_one` or `notify_all`.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   destruction of the condition variable, while the wait was queued; or the mutex aborted
-    ///   the relock (then `lock` does not own the mutex).
-    /// .
     /// If the operation cannot be allocated or its cancellation handler installed, this function
     /// throws and `lock` still owns the mutex.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
     ///
     /// @par Object lifetimes
     /// `lock` must own its mutex at the call (an assertion in debug builds), and the caller must
     /// keep the `lock` object alive, and not use it, until the handler is invoked; the mutex must
-    /// outlive the operation. A cancellation signal bound to the operation must not be emitted
-    /// after the condition variable is destroyed. At context shutdown a queued wait's handler is
-    /// destroyed without being invoked, and `lock` stays without the mutex.
+    /// outlive the operation. At context shutdown a queued wait's handler is destroyed without
+    /// being
+    /// invoked, and `lock` stays without the mutex.
+    /// \asyncwait
     ///
     /// @tparam Lock `std::unique_lock<M>` (exclusive) or `std::shared_lock<M>` (shared), where
     /// `M` is an `asio_sync::basic_mutex` or `asio_sync::basic_shared_mutex`.
@@ -238,31 +213,28 @@ public:
     ///
     /// If `pred()` is true at the call, the wait completes at once (posted, never inline) without
     /// unlocking. Otherwise it waits in rounds, each one as `async_wait(lock, ...)` above, all of
-    /// them one operation with the handler's executor, allocator and cancellation slot.
+    /// them one operation with the handler's executor, allocator and cancellation slot. `pred` runs
+    /// on the handler's executor, except the first time: in the initiating function, or, for a
+    /// coroutine awaiting with `boost::asio::use_awaitable` or `as_tuple(use_awaitable)`, in the
+    /// coroutine before it suspends. `pred` is moved into the operation.
     ///
     /// @par Completion signature
     /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
     /// `async_wait(lock, token)`; on success `pred()` was true when last evaluated.
     ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
-    /// same, in every phase of the wait after the first evaluation of `pred`: queued (it leaves the
-    /// queue and relocks), relocking after a notification, or evaluating `pred`. The operation
-    /// completes with `operation_aborted` once the lock is held again, exactly once, and does not
-    /// evaluate `pred` after the cancellation (one that arrives while `pred` runs ends the wait when
-    /// `pred` returns, whatever it returned). A cancellation that races the notification that makes
-    /// `pred` true has exactly one outcome. A wait that `notify_one` woke and that a per-operation
-    /// cancellation then ends (while it relocks or evaluates `pred`) passes that notification on to
-    /// the oldest queued wait, as it would have if the cancellation had come first: no
-    /// notification is lost. The first evaluation, in the initiating function (or in the coroutine
-    /// before it suspends), comes before the wait exists, as for any operation not yet started: a
-    /// cancellation signal emitted by it finds no handler installed, and a `cancel()` made by it
-    /// does not count the wait, which then queues.
-    ///
-    /// @par Executor
-    /// As `async_wait(lock, token)`. `pred` runs on the handler's executor, except the first time:
-    /// in the initiating function, or, for a coroutine awaiting with `boost::asio::use_awaitable`
-    /// or `as_tuple(use_awaitable)`, in the coroutine before it suspends.
+    /// @par Cancellation
+    /// Terminal, partial and total, in every phase of the wait after the first evaluation of
+    /// `pred`: queued (it leaves the queue and relocks), relocking after a notification, or
+    /// evaluating `pred`. The operation completes with `operation_aborted` once the lock is held
+    /// again, exactly once, and does not evaluate `pred` after the cancellation (one that arrives
+    /// while `pred` runs ends the wait when `pred` returns, whatever it returned). A cancellation
+    /// that races the notification that makes `pred` true has exactly one outcome. A wait that
+    /// `notify_one` woke and that a cancellation then ends (while it relocks or evaluates `pred`)
+    /// passes that notification on to the oldest queued wait: no notification is lost. The first
+    /// evaluation comes before the wait exists, as for any operation not yet started: a
+    /// cancellation
+    /// signal emitted by it finds no handler installed, and a `cancel()` made by it does not count
+    /// the wait, which then queues.
     ///
     /// @par Errors
     /// As `async_wait(lock, token)`, except that `operation_aborted` also comes from a
@@ -274,12 +246,7 @@ public:
     /// frame) is destroyed without being invoked. A `deferred` operation awaited in a coroutine
     /// starts once the coroutine has suspended: what `pred` throws at its first evaluation then
     /// propagates from the executor, as an exception from any initiating function does there.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_wait(lock, token)`; `pred` is moved into the operation.
+    /// \asyncwait
     ///
     /// @tparam Lock As `async_wait(lock, token)`.
     /// @tparam Predicate Callable with no arguments, returning something convertible to `bool`,
@@ -300,42 +267,15 @@ public:
                                             std::forward<WaitToken>(token));
     }
 
-    /// Starts an asynchronous wait, giving up after `timeout`: `async_wait(lock, token)` with a
-    /// time limit.
-    ///
-    /// Everything said of `async_wait(lock, token)` holds, and in addition, if no notification has
-    /// woken the wait when the time runs out, it leaves the queue, relocks, and completes with
+    /// Starts `async_wait(lock, token)` that gives up after `timeout`: if no notification has woken
+    /// the wait when the time runs out, it leaves the queue, relocks, and completes with
     /// `asio_sync::error::timed_out`, `lock` owning the mutex again (as
     /// `std::condition_variable::wait_for` returns holding the lock). A notification that races the
-    /// deadline has exactly one outcome: the wait is woken (and completes successfully), or it
-    /// times out and the notification wakes the next waiter instead. See [Deadlines](deadlines.md).
+    /// deadline has exactly one outcome: the wait is woken, or it times out and the notification
+    /// wakes the next waiter instead.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
-    /// `async_wait(lock, token)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_wait(lock, token)`; reported as
-    /// `operation_aborted`, never as `timed_out`. The timer is cancelled when the wait is woken or
-    /// cancelled.
-    ///
-    /// @par Executor
-    /// As `async_wait(lock, token)`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_wait(lock, token)`, and
-    /// - `asio_sync::error::timed_out`: the time ran out before a notification;
-    /// - `boost::asio::error::no_memory`: the timer could not be started, so the wait left the
-    ///   queue rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_wait(lock, token)`. The condition variable may be destroyed, and the context may
-    /// shut down, while the timer is pending. The wait allocates one object, which holds the timer
-    /// and is kept until the timer is done, and the timer's wait, both with the handler's
-    /// associated allocator; the relock allocates as for `async_wait(lock, token)`.
+    /// \ecsig When the handler runs, `lock` owns the mutex, as for `async_wait(lock, token)`.
+    /// \timedwait
     ///
     /// @tparam Lock As `async_wait(lock, token)`.
     /// @tparam Rep The arithmetic type of the duration's count.
@@ -358,32 +298,16 @@ public:
             token, &lock);
     }
 
-    /// Starts an asynchronous wait, giving up at `expiry`: `async_wait_for(lock, timeout, token)`
-    /// with a point in time instead of a duration.
+    /// Starts `async_wait(lock, token)` that gives up at `expiry`, as `async_wait_for(lock,
+    /// timeout,
+    /// token)` does after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
-    /// `async_wait(lock, token)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_wait(lock, token)`; reported as
-    /// `operation_aborted`.
-    ///
-    /// @par Executor
-    /// As `async_wait(lock, token)`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_wait_for(lock, timeout, token)`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_wait_for(lock, timeout, token)`.
+    /// \ecsig When the handler runs, `lock` owns the mutex, as for `async_wait(lock, token)`.
+    /// \timedwait
     ///
     /// @tparam Lock As `async_wait(lock, token)`.
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Clock The deadline's clock, converted once, at the call, into time left on
+    /// `std::chrono::steady_clock`.
     /// @tparam Duration The time point's duration.
     /// @param lock The lock the caller holds.
     /// @param expiry When to give up; a deadline already past times out unless a notification
@@ -403,41 +327,20 @@ public:
             token, &lock);
     }
 
-    /// Starts an asynchronous wait that completes once `pred()` is true, giving up after
-    /// `timeout`: `async_wait(lock, pred, token)` with a time limit.
+    /// Starts `async_wait(lock, pred, token)` that gives up after `timeout`. Once the time has run
+    /// out, the wait evaluates `pred` one more time, holding the lock, and completes with success
+    /// if
+    /// it is true, with `asio_sync::error::timed_out` otherwise, `lock` owning the mutex either
+    /// way:
+    /// what `std::condition_variable::wait_for(lock, timeout, pred)` returns is `pred()`. A wait
+    /// still queued when the time runs out leaves the queue, relocks and evaluates `pred`; one that
+    /// a
+    /// notification had already woken uses that notification for the same evaluation, and waits no
+    /// more. If `pred()` is true at the call, the wait completes at once and starts no timer. A
+    /// cancellation does not evaluate `pred` again, also after the time ran out.
     ///
-    /// Everything said of `async_wait(lock, pred, token)` holds. In addition, once the time has
-    /// run out, the wait evaluates `pred` one more time, holding the lock, and completes with
-    /// success if it is true, with `asio_sync::error::timed_out` otherwise, `lock` owning the mutex
-    /// either way: what `std::condition_variable::wait_for(lock, timeout, pred)` returns is
-    /// `pred()`. A wait still queued when the time runs out leaves the queue, relocks and
-    /// evaluates `pred`; one that a notification had already woken uses that notification for
-    /// the same evaluation, and waits no more. If `pred()` is true at the call, the wait completes
-    /// at once and starts no timer. See [Deadlines](deadlines.md).
-    ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
-    /// `async_wait(lock, token)`; on success `pred()` was true when last evaluated.
-    ///
-    /// @par Per-operation cancellation
-    /// As for `async_wait(lock, pred, token)`; reported as `operation_aborted`, never as
-    /// `timed_out`, and without evaluating `pred` again, also after the time ran out.
-    ///
-    /// @par Executor
-    /// As `async_wait(lock, pred, token)`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_wait(lock, pred, token)`, and
-    /// - `asio_sync::error::timed_out`: the time ran out, and `pred()` was false when evaluated
-    ///   after that;
-    /// - `boost::asio::error::no_memory`: the timer could not be started, so the wait left the
-    ///   queue rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_wait_for(lock, timeout, token)`; `pred` is moved into the operation.
+    /// \ecsig As for `async_wait(lock, pred, token)`.
+    /// \timedwait
     ///
     /// @tparam Lock As `async_wait(lock, token)`.
     /// @tparam Rep The arithmetic type of the duration's count.
@@ -461,31 +364,15 @@ public:
                                             std::forward<WaitToken>(token), detail::deadline_after(timeout));
     }
 
-    /// Starts an asynchronous wait that completes once `pred()` is true, giving up at `expiry`:
-    /// `async_wait_for(lock, timeout, pred, token)` with a point in time instead of a duration.
+    /// Starts `async_wait(lock, pred, token)` that gives up at `expiry`, as
+    /// `async_wait_for(lock, timeout, pred, token)` does after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`. When the handler runs, `lock` owns the mutex, as for
-    /// `async_wait(lock, token)`; on success `pred()` was true when last evaluated.
-    ///
-    /// @par Per-operation cancellation
-    /// As for `async_wait(lock, pred, token)`; reported as `operation_aborted`.
-    ///
-    /// @par Executor
-    /// As `async_wait(lock, pred, token)`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_wait_for(lock, timeout, pred, token)`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_wait_for(lock, timeout, token)`; `pred` is moved into the operation.
+    /// \ecsig As for `async_wait(lock, pred, token)`.
+    /// \timedwait
     ///
     /// @tparam Lock As `async_wait(lock, token)`.
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
+    /// @tparam Clock The deadline's clock, converted once, at the call, into time left on
+    /// `std::chrono::steady_clock`.
     /// @tparam Duration The time point's duration.
     /// @tparam Predicate As `async_wait(lock, pred, token)`.
     /// @param lock The lock the caller holds.

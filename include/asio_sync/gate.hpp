@@ -62,21 +62,11 @@ namespace asio_sync {
 /// future cannot be abandoned at all; it also allows a single close, where here any number of
 /// closes may wait. To admit tasks again, make a new gate.
 ///
-/// **Completion.** A handler is never invoked from inside `async_close`, `try_enter`, a guard's
-/// release or the destructor, and never while the gate's internal lock is held. It runs through
-/// its associated executor (by default the gate's), as if by `boost::asio::post`, and the
-/// operation keeps that executor's work outstanding until then.
-///
-/// **Faults.** A completion that cannot be submitted (the handler's associated allocator or
-/// executor throws) loses only its own handler, which is destroyed without being invoked; the
-/// other closes still complete and the guard release that drained the gate does not throw. An
-/// `async_close` decided at once whose completion cannot be submitted throws; the gate stays
-/// closed.
-///
-/// **Allocation.** `try_enter_stoppable` allocates one object, its guard's signal, with
-/// `operator new`. `try_enter`, plain guards and an `async_close` on a drained gate allocate nothing
-/// of their own. An `async_close` that has to wait allocates one operation object with the
-/// handler's associated allocator; nothing else.
+/// The closes keep the contract of \ref async_waits (a guard's release, like `async_close` and
+/// `request_stop`, never invokes a handler). A close that cannot be submitted loses only its own
+/// handler; the other closes still complete and the release that drained the gate does not throw.
+/// `try_enter_stoppable` allocates one object, its guard's signal, with `operator new`;
+/// `try_enter` and plain guards allocate nothing.
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
 /// `try_enter`, `count`, `is_closed` and a guard's release are lock-free: `count` and `is_closed`
@@ -90,12 +80,10 @@ namespace asio_sync {
 /// completion of every `async_close` that waited for it. No guard is granted after a close has
 /// started.
 ///
-/// **Lifetime.** The gate must outlive its guards (debug builds assert it, as Seastar's gate does)
-/// and any call on it, and no cancellation signal bound to one of its closes may be emitted after
-/// it is destroyed. A close handler that destroys the gate must therefore know that no other
-/// thread is still inside a call on it: a `request_stop` on another thread may still be emitting
-/// when the last guard leaves and the close completes. It may outlive its execution context:
-/// context shutdown destroys the waiting closes' handlers without invoking them.
+/// **Lifetime.** The gate must outlive its guards (debug builds assert it, as Seastar's gate does).
+/// A close handler that destroys the gate must know that no other thread is still inside a call on
+/// it: a `request_stop` on another thread may still be emitting when the last guard leaves and the
+/// close completes.
 ///
 /// **Not copyable, not movable:** guards and queued operations refer to the gate by address.
 ///
@@ -122,7 +110,7 @@ public:
 
     /// Constructs an open gate with no task in it.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     explicit basic_gate(const executor_type& ex)
         : executor_(ex), drained_(boost::asio::query(executor_, boost::asio::execution::context), false)
     {
@@ -131,9 +119,7 @@ public:
 
     /// Constructs an open gate that uses the context's executor.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
-    /// executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     template <
         class ExecutionContext,
         std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
@@ -198,41 +184,17 @@ public:
     /// From the moment the operation starts, `try_enter` returns empty guards. If no guard is
     /// alive, the operation completes at once (posted, never inline); otherwise it is queued until
     /// the last guard is released, which completes every queued close, oldest first. Closing a
-    /// closed gate only waits.
+    /// closed gate only waits. A cancelled close stops waiting, but the gate stays closed and the
+    /// other closes keep waiting.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
-    /// same: the close stops waiting and completes with `operation_aborted`. The gate stays closed
-    /// and the other closes keep waiting. A cancellation that races the last guard's release has
-    /// exactly one outcome. A close decided at initiation is not cancellable.
-    ///
-    /// @par Executor
-    /// The handler is submitted to its associated executor (default: `get_executor()`) as if by
-    /// `boost::asio::post`; outstanding work is tracked on it from initiation until then.
-    ///
+    /// \ecsig
     /// @par Errors
-    /// - none: every guard is gone.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation while the close was
-    ///   waiting.
-    /// .
-    /// If the completion of a close decided at once cannot be submitted, this function throws what
-    /// the executor or allocator threw; a close that cannot allocate its operation throws. Either
-    /// way the gate is closed.
-    ///
-    /// @par Object lifetimes
-    /// The gate must exist until the operation completes: a close that waits means a guard is
-    /// alive, and the gate must outlive its guards. A cancellation signal bound to the operation
-    /// must not be emitted after the gate is destroyed: its cancellation handler refers to the
-    /// gate (the behaviour is undefined).
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
+    /// Only `boost::asio::error::operation_aborted`, from a per-operation cancellation. A close
+    /// that throws (its completion or its operation could not be made) leaves the gate closed. The
+    /// gate must exist until the operation completes: a close that waits means
+    /// a guard is alive, and the gate must outlive its guards.
+    /// \asyncwait
+    /// @param token The completion token (\ref async_waits_tokens).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   CloseToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_close(CloseToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
@@ -241,45 +203,15 @@ public:
             detail::initiate_gate_close<Executor>(executor_, count_, drained_), token);
     }
 
-    /// Closes the gate and waits for the guards to be released, giving up the wait after
-    /// `timeout`: `async_close` with a time limit.
+    /// Starts `async_close` whose wait for the guards gives up after `timeout`. The gate closes at
+    /// once and stays closed whatever the outcome; on `timed_out` it goes on draining, for the
+    /// other
+    /// closes.
     ///
-    /// The gate closes at once, as with `async_close`, and stays closed whatever the outcome; only
-    /// the wait for the guards has a time limit. It completes with `asio_sync::error::timed_out` if
-    /// guards are still alive when the time runs out (the gate goes on draining, for the other
-    /// closes); a last guard released as the deadline passes gives exactly one outcome. A close of
-    /// a drained gate starts no timer. See [Deadlines](deadlines.md).
-    ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_close`; reported as `operation_aborted`, never as
-    /// `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// As `async_close`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_close`, and
-    /// - `asio_sync::error::timed_out`: guards were still alive at the deadline;
-    /// - `boost::asio::error::no_memory`: the close was queued but its timer could not be started,
-    ///   so its wait ended rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @par Object lifetimes
-    /// As `async_close`. The gate may be destroyed (once its guards are gone), and the context may
-    /// shut down, while the timer is pending. A close that waits allocates one object, which holds
-    /// the timer, and the timer's wait, both with the handler's associated allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the gate is drained at once.
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// @param token The completion token (\ref async_waits_tokens).
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   CloseToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -291,34 +223,12 @@ public:
             initiation(executor_, count_, drained_, detail::deadline_after(timeout)), token);
     }
 
-    /// Closes the gate and waits for the guards to be released, giving up the wait at `expiry`:
-    /// `async_close_for` with a point in time instead of a duration.
+    /// Starts `async_close` whose wait for the guards gives up at `expiry`, as `async_close_for`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_close`; reported as `operation_aborted`.
-    ///
-    /// @par Executor
-    /// As `async_close`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_close_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @par Object lifetimes
-    /// As `async_close_for`.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up waiting; a deadline already past gives up unless the gate is
-    /// drained at once.
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// @param token The completion token (\ref async_waits_tokens).
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   CloseToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>

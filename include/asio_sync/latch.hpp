@@ -37,10 +37,9 @@ namespace asio_sync {
 /// Counting below zero is a programming error: `count_down(n)` with `n` greater than the count
 /// throws `std::invalid_argument` and leaves the count as it was.
 ///
-/// Waits have every guarantee of `basic_manual_reset_event::async_wait`: never completed inline
-/// nor under the internal lock, FIFO, per-operation cancellation (terminal, partial, total) that
-/// never affects the other waits, one allocation with the handler's allocator per queued wait,
-/// context shutdown destroying queued waits' handlers.
+/// The latch is a `basic_manual_reset_event` set once the count reaches zero: its waits are that
+/// event's (the contract of \ref async_waits, the event's fault rule, `use_awaitable` on an open
+/// latch continuing without suspending).
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
 /// `count_down` that does not reach zero, `try_wait`, `count` and a wait on an open latch are
@@ -72,7 +71,7 @@ public:
 
     /// Constructs a latch with the count `expected`; a count of 0 makes it open at once.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     /// @param expected The initial count.
     basic_latch(const executor_type& ex, std::size_t expected)
         : executor_(ex), impl_(boost::asio::query(executor_, boost::asio::execution::context), expected == 0),
@@ -83,9 +82,7 @@ public:
 
     /// Constructs a latch that uses the context's executor.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
-    /// executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     /// @param expected The initial count.
     template <
         class ExecutionContext,
@@ -125,13 +122,7 @@ public:
     /// Returns the current count. Lock-free.
     std::size_t count() const noexcept { return count_.load(); }
 
-    /// Attaches `observer` to the latch's waits, or detaches it (null): every wait that
-    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
-    /// (see `wait_observer`). Waits decided at once are not reported, and the lock-free
-    /// paths never look at the observer. See [Observing waits](observing.md).
-    ///
-    /// @param observer The observer, or null. It must outlive every wait queued while it is
-    /// attached.
+    /// \setobserver
     void set_observer(wait_observer* observer) noexcept
     {
         impl_.observer.store(observer, std::memory_order_release);
@@ -148,35 +139,10 @@ public:
     /// On an open latch the wait completes at once (posted, never inline); otherwise it is queued
     /// until the `count_down` that brings the count to zero.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported and do the
-    /// same: the wait leaves the queue and completes with `operation_aborted`. A cancellation that
-    /// races the last `count_down` has exactly one outcome. A wait decided at initiation is not
-    /// cancellable.
-    ///
-    /// @par Executor
-    /// As `basic_manual_reset_event::async_wait`.
-    ///
-    /// @par Errors
-    /// - none: the count reached zero.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   latch's destruction, while the wait was queued.
-    ///
-    /// @par Object lifetimes
-    /// The latch must exist for the whole call; afterwards it may be destroyed while the wait is
-    /// queued, which then completes with `operation_aborted`. A cancellation signal bound to the
-    /// operation must not be emitted after the latch is destroyed: its cancellation handler refers
-    /// to the latch (the behaviour is undefined).
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \aborterrors
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_wait(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -186,45 +152,12 @@ public:
                                         detail::no_deadline(), where);
     }
 
-    /// Starts an asynchronous wait until the count reaches zero, giving up after `timeout`: `async_wait` with
-    /// a time limit.
+    /// Starts `async_wait` that gives up after `timeout`.
     ///
-    /// Everything said of `async_wait` holds, and in addition the wait completes with
-    /// `asio_sync::error::timed_out` if the count has not reached zero when the time runs out. A last
-    /// `count_down` that races the deadline has exactly one outcome: success or `timed_out`. A wait decided
-    /// at once starts no timer. See [Deadlines](deadlines.md).
-    ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`, never as
-    /// `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// As `async_wait`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_wait`, and
-    /// - `asio_sync::error::timed_out`: the time ran out first;
-    /// - `boost::asio::error::no_memory`: the wait was queued but its timer could not be started,
-    ///   so it left the queue rather than wait without a limit.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @par Object lifetimes
-    /// The object may be destroyed, and the context may shut down, while the timer is pending. A
-    /// wait that is queued allocates one object, which holds the timer, and the timer's wait, both
-    /// with the handler's associated allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the wait can be decided at once.
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -236,35 +169,12 @@ public:
                                         detail::deadline_after(timeout), where);
     }
 
-    /// Starts an asynchronous wait until the count reaches zero, giving up at `expiry`: `async_wait_for`
-    /// with a point in time instead of a duration.
+    /// Starts `async_wait` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_wait`; reported as `operation_aborted`.
-    ///
-    /// @par Executor
-    /// As `async_wait`. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_wait_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function.
-    ///
-    /// @par Object lifetimes
-    /// As `async_wait_for`.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the wait can be
-    /// decided at once.
-    /// @param token The completion token.
-    /// @returns what the token makes of the operation.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>

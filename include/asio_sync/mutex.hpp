@@ -35,13 +35,11 @@ namespace asio_sync {
 /// An asynchronous mutex for Asio: a semaphore of one permit.
 ///
 /// It inherits everything the semaphore guarantees: strict FIFO hand-off (an unlock passes the
-/// lock to the oldest waiter, nobody barges in, `try_lock` fails while anyone waits), per-operation
-/// cancellation, one allocation per wait through the handler's allocator, completions always
-/// posted through the handler's associated executor and never invoked inside a member function.
+/// lock to the oldest waiter, nobody barges in, `try_lock` fails while anyone waits), and the
+/// contract of \ref async_waits.
 ///
 /// The mutex is not recursive and has no owner: any code may unlock it, as with a semaphore.
-/// Every member function may be called concurrently from any thread. Unlocking happens-before
-/// the completion of the lock operation that receives the lock.
+/// Unlocking happens-before the completion of the lock operation that receives the lock.
 ///
 /// Not copyable, not movable. There is no `close()`: to stop the waiters, `cancel()` them.
 ///
@@ -66,7 +64,7 @@ public:
 
     /// Constructs an unlocked mutex.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     explicit basic_mutex(const executor_type& ex) : semaphore_(ex, 1)
     {
         detail::access::entry(semaphore_).names = {"mutex", "async_lock", this};
@@ -75,9 +73,7 @@ public:
 
     /// Constructs an unlocked mutex that uses the context's executor.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
-    /// executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     template <
         class ExecutionContext,
         std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>, int> = 0>
@@ -104,47 +100,10 @@ public:
     /// Lock operations are served in FIFO order; an `unlock()` hands the lock directly to the
     /// oldest waiter.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot; all three remove the operation from the queue and complete it
-    /// with `operation_aborted`. A cancellation that races the grant either completes with
-    /// success (the lock is held) or with `operation_aborted` (the lock passed on to the next
-    /// waiter); never both, never neither. A cancellation after the grant does nothing.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within `unlock`,
-    /// `cancel` or the destructor; it is submitted to its associated executor (default:
-    /// `get_executor()`) as if by `boost::asio::post`, also when the mutex is free at once, with
-    /// outstanding work tracked until then.
-    ///
-    /// @par Errors
-    /// - none: the caller holds the lock.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the operation waited. The lock is then not held.
-    /// .
-    /// No other error is reported: a mutex cannot be closed, and one permit never exceeds its
-    /// capacity.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
-    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
-    /// if that happens at the call, with the mutex as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending lock.
-    /// A cancellation signal bound to the operation must not be emitted after the mutex is
-    /// destroyed. At context shutdown a pending lock's handler is destroyed without being
-    /// invoked. A lock that waits allocates one object with the handler's associated allocator,
-    /// freed before the handler is invoked.
-    ///
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \aborterrors A mutex cannot be closed, and one permit never exceeds its capacity.
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -153,38 +112,12 @@ public:
         return semaphore_.async_acquire(1, std::forward<LockToken>(token), where);
     }
 
-    /// Starts an asynchronous lock whose handler receives a `std::unique_lock` owning the lock.
+    /// Starts `async_lock` whose handler receives a `std::unique_lock` that owns the lock; errors
+    /// as `async_lock`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::unique_lock<basic_mutex>)`. On success the
-    /// `unique_lock` owns the lock (adopted) and unlocks it when destroyed; on error it owns
-    /// nothing. The guard is made when the lock is granted, so a handler destroyed without being
-    /// invoked (say, at context shutdown) still unlocks.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as `async_lock`: exactly one outcome when racing the grant.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
-    ///
-    /// @par Errors
-    /// As `async_lock`: only `boost::asio::error::operation_aborted` (per-operation
-    /// cancellation, `cancel()`, destruction of the mutex), with an empty `unique_lock`.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
-    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
-    /// if that happens at the call, with the mutex as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock`; in addition the mutex must outlive the `unique_lock` the handler
-    /// receives.
-    ///
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::unique_lock<basic_mutex>}
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_scoped_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -193,50 +126,12 @@ public:
         return scoped_lock_until(std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
-    /// Starts an asynchronous lock that gives up after `timeout`: `async_lock` with a time limit.
+    /// Starts `async_lock` that gives up after `timeout`.
     ///
-    /// Everything said of `async_lock` holds, and in addition the operation completes with
-    /// `asio_sync::error::timed_out` if the lock has not been granted when the time runs out; the
-    /// lock is then not held, and the waiters behind move up. An unlock that races the deadline
-    /// has exactly one outcome: success (the caller holds the lock) or `timed_out` (the lock went
-    /// to the next waiter, or stays free); never both, never neither. A lock granted at once
-    /// starts no timer. See [Deadlines](deadlines.md).
-    ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_lock`, and reported as `operation_aborted`,
-    /// never as `timed_out`; the timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock`, and
-    /// - `asio_sync::error::timed_out`: the time ran out before the lock was granted;
-    /// - `boost::asio::error::no_memory`: the lock was queued but its timer could not be started,
-    ///   so it left the queue rather than wait without a limit.
-    /// .
-    /// In every error case the lock is not held.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock`. The mutex may be destroyed, and the context may shut down, while the timer
-    /// is pending. A lock that waits allocates one object, which holds the timer, and the timer's
-    /// wait, both with the handler's associated allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the mutex is free at once (a lock that has to queue times out when
-    /// its timer's handler runs, unless an unlock grants it first).
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -247,36 +142,12 @@ public:
         return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token), where);
     }
 
-    /// Starts an asynchronous lock that gives up at `expiry`: `async_lock_for` with a point in
-    /// time instead of a duration.
+    /// Starts `async_lock` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_lock`; reported as `operation_aborted`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
-    /// `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_for`. A deadline already past times out unless the mutex is free at
-    /// once.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -287,35 +158,12 @@ public:
         return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token), where);
     }
 
-    /// Starts an asynchronous lock whose handler receives a `std::unique_lock`, giving up after
-    /// `timeout`: `async_scoped_lock` with the time limit of `async_lock_for`.
+    /// Starts `async_scoped_lock` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::unique_lock<basic_mutex>)`. On success the
-    /// `unique_lock` owns the lock; on any error, `timed_out` included, it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_lock`; reported as `operation_aborted`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
-    /// `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`; the mutex must outlive the `unique_lock` the handler receives.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, as for `async_lock_for`.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::unique_lock<basic_mutex>}
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -326,35 +174,12 @@ public:
         return scoped_lock_until(std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
-    /// Starts an asynchronous lock whose handler receives a `std::unique_lock`, giving up at
-    /// `expiry`: `async_scoped_lock` with the deadline of `async_lock_until`.
+    /// Starts `async_scoped_lock` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::unique_lock<basic_mutex>)`, as for
-    /// `async_scoped_lock_for`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_lock`; reported as `operation_aborted`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
-    /// `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_until`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`; the mutex must outlive the `unique_lock` the handler receives.
-    ///
-    /// @tparam Clock The deadline's clock, as for `async_lock_until`.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::unique_lock<basic_mutex>}
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, std::unique_lock<basic_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -384,13 +209,7 @@ public:
         semaphore_.release(1);
     }
 
-    /// Attaches `observer` to the mutex's waits, or detaches it (null): every lock that
-    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
-    /// (see `wait_observer`). Locks decided at once are not reported, and the lock-free
-    /// paths never look at the observer. See [Observing waits](observing.md).
-    ///
-    /// @param observer The observer, or null. It must outlive every wait queued while it is
-    /// attached.
+    /// \setobserver
     void set_observer(wait_observer* observer) noexcept
     {
         detail::access::entry(semaphore_).observer.store(observer, std::memory_order_release);

@@ -44,11 +44,11 @@ namespace asio_sync {
 /// later waiter for fewer permits, not `try_acquire`. Released permits go directly to the waiters
 /// that need them; only the surplus returns to the counter.
 ///
-/// **Completion.** A handler is never invoked from inside `async_acquire`, `release`, `cancel`,
-/// `close` or the destructor, and never while the semaphore's internal lock is held. It runs
-/// through its associated executor (by default the semaphore's), as if by `boost::asio::post`,
-/// and the operation keeps that executor's work outstanding until then, so `io_context::run()`
-/// does not return while anyone waits.
+/// Its waits keep the contract of \ref async_waits (completion through the handler's associated
+/// executor, never inside `async_acquire`, `release`, `cancel`, `close` or the destructor, nor
+/// under
+/// the internal lock; work outstanding while anyone waits; per-operation cancellation; one
+/// allocation per queued acquire, none for one satisfied at once).
 ///
 /// **Permits and bounds.** `async_acquire_permit` and `try_acquire_permit` hand out a `permit`
 /// object that gives its permits back when destroyed. A *bounded* semaphore (the three-argument
@@ -57,21 +57,12 @@ namespace asio_sync {
 /// See [Permits, bounds, capacity and time limits](permits.md) for the rules and how they
 /// interact with queued waiters.
 ///
-/// **Faults.** When a completion cannot be submitted, because the handler's associated allocator
-/// or executor throws, the handler is destroyed without being invoked and whatever its grant held
-/// goes back: a `permit` or lock guard made for it gives its permits back as it is destroyed, and
-/// a plain grant's permits are released as a cancelled waiter's are, serving the waiters behind
-/// it. Whoever caused the completion is not affected: `release`, `try_release`, `add_permits`,
-/// `reduce_permits`, `cancel`, `close`, a permit's return, an unlock, a cancellation, a timeout
-/// and the destructor still complete every other waiter they served, and do not throw because of
-/// it. Only an initiating function reports such a failure, by throwing it: an acquire decided at
-/// once (granted, or failed) whose completion cannot be submitted first gives back what it took,
-/// and one that cannot allocate its operation or install its cancellation handler changes
-/// nothing; either way the semaphore is as it was before the call.
-///
-/// **Allocation.** An acquire satisfied at once allocates nothing of its own. An acquire that has
-/// to wait allocates one operation object with the handler's associated allocator; the waiter
-/// lives inside it. Nothing else is allocated per wait.
+/// **Faults.** A completion that cannot be submitted gives back what its grant held (the faults of
+/// \ref async_waits_executor): a plain grant's permits are released as a cancelled waiter's are,
+/// serving the waiters behind it. `release`, `try_release`, `add_permits`, `reduce_permits`,
+/// `cancel`, `close`, a permit's return, an unlock, a cancellation, a timeout and the destructor
+/// still complete every other waiter they served, and do not throw because of it. An acquire that
+/// cannot allocate its operation or install its cancellation handler throws and changes nothing.
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
 /// `try_acquire`, `release` while nobody waits, and an `async_acquire` satisfied at once are a
@@ -79,10 +70,6 @@ namespace asio_sync {
 ///
 /// **Memory ordering.** Everything a thread did before `release(n)` happens-before the
 /// completion handler (or the successful `try_acquire`) that receives any of those permits.
-///
-/// **Lifetime.** The semaphore must outlive any call on it; destroying it aborts the acquires
-/// still queued. It may outlive its execution context: context shutdown destroys the queued
-/// acquires' handlers without invoking them, and the semaphore stays safe to destroy afterwards.
 ///
 /// **Not copyable, not movable:** queued operations and permit objects refer to the semaphore by
 /// address.
@@ -123,7 +110,7 @@ public:
     /// The semaphore registers with the service of the executor's execution context, so that the
     /// context's shutdown can destroy the operations still queued.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     /// @param initial_permits The permits in the counter at the start.
     /// @throws std::invalid_argument if `initial_permits > max_permits`.
     basic_semaphore(const executor_type& ex, std::size_t initial_permits);
@@ -131,9 +118,7 @@ public:
     /// Constructs an unbounded semaphore that uses the context's executor and holds
     /// `initial_permits`.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context` or
-    /// `boost::asio::thread_pool`, whose executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     /// @param initial_permits The permits in the counter at the start.
     /// @throws std::invalid_argument if `initial_permits > max_permits`.
     template <
@@ -153,7 +138,7 @@ public:
     /// release that was never paired with an acquire fails at that call. `capacity()` reports the
     /// bound; `add_permits`, `forget_permits` and `reduce_permits` move it.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     /// @param initial_permits The permits in the counter at the start.
     /// @param bound The most permits ever in circulation.
     /// @throws std::invalid_argument if `bound > max_bound` or `initial_permits > bound`.
@@ -161,9 +146,7 @@ public:
 
     /// Constructs a bounded semaphore that uses the context's executor.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context` or
-    /// `boost::asio::thread_pool`, whose executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     /// @param initial_permits The permits in the counter at the start.
     /// @param bound The most permits ever in circulation.
     /// @throws std::invalid_argument if `bound > max_bound` or `initial_permits > bound`.
@@ -200,77 +183,39 @@ public:
     /// The operation completes once `n` permits are the caller's. While it waits it is queued
     /// behind earlier waiters and, once at the head of the queue, collects permits as they are
     /// released; nobody takes permits ahead of it: not a later acquire for fewer permits, not
-    /// `try_acquire`. The permits it completes with must be given back with `release(n)`.
+    /// `try_acquire`. The permits it completes with must be given back with `release(n)`. A
+    /// cancelled acquire hands what it had collected to the waiters behind it.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
+    /// An acquire decided at initiation, and the first waiter a `release` serves, are submitted as
+    /// continuations of the caller (`execution::relationship.continuation`): on a thread that runs
+    /// the
+    /// handler's `io_context` or `thread_pool`, the handler runs after the caller's own handler
+    /// returns,
+    /// without waking another thread. With the token `boost::asio::use_awaitable` or
+    /// `as_tuple(use_awaitable)` there is no handler: when the permits are free the coroutine takes
+    /// them and continues without suspending; after 64 such acquires in a row on a thread the next
+    /// one
+    /// first yields through the executor, before it takes any permit, so that a loop of them cannot
+    /// starve the thread's other handlers. Other tokens wrapping `use_awaitable` (`redirect_error`)
+    /// take the ordinary path.
     ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total` are supported, through
-    /// the handler's associated cancellation slot, and all three do the same: a cancelled acquire
-    /// leaves the queue, hands what it had collected to the waiters behind it (which may complete
-    /// them), and completes with `operation_aborted`. A cancellation that races the grant has
-    /// exactly one outcome: success (the permits are the caller's) or `operation_aborted` (the
-    /// permits were handed on); never both, never neither. A cancellation that arrives after the
-    /// grant does nothing. An acquire decided at initiation (granted at once, or failed) is not
-    /// cancellable: it completes as decided.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within `release`,
-    /// `cancel`, `close` or the destructor, nor while the semaphore's internal lock is held. It is
-    /// submitted to its associated executor (default: `get_executor()`) as if by
-    /// `boost::asio::post`, also when the permits are available at once. Outstanding work is
-    /// tracked on that executor (and on `get_executor()` when the handler has its own) from
-    /// initiation until the handler is submitted, so `io_context::run()` does not return while the
-    /// operation waits. An acquire decided at initiation, and the first waiter a `release` serves,
-    /// are submitted as continuations of the caller (`execution::relationship.continuation`): on a
-    /// thread that runs the handler's `io_context` or `thread_pool`, the handler runs after the
-    /// caller's own handler returns, without waking another thread.
-    ///
-    /// With the token `boost::asio::use_awaitable` or `as_tuple(use_awaitable)` there is no
-    /// handler: when the permits are free the coroutine takes them and continues without
-    /// suspending. So that a loop of such acquires cannot keep the other handlers of its thread
-    /// from running, after 64 of them in a row on a thread the next one first yields through the
-    /// executor, before it takes any permit.
-    /// Other tokens wrapping `use_awaitable` (`redirect_error`) take the ordinary path.
-    ///
+    /// \ecsig
     /// @par Errors
-    /// - none: the caller now holds `n` permits. `n == 0` succeeds (posted) without waiting, even
-    ///   behind queued acquires, unless the semaphore is closed.
     /// - `asio_sync::error::too_many_permits`: `n > capacity()` at the call (for an unbounded
     ///   semaphore, `n > max_permits`), whether or not the semaphore is closed; nothing was
     ///   queued. Or `reduce_permits` lowered a bounded semaphore's capacity below `n` while the
     ///   operation waited.
     /// - `asio_sync::error::closed`: the semaphore was closed before the call, or `close()` was
     ///   called while the operation waited.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   semaphore's destruction, while the operation waited.
+    /// - `boost::asio::error::operation_aborted`: cancellation, `cancel()`, or destruction.
     /// .
-    /// In every error case the operation holds no permits: what it had collected has gone to the
-    /// waiters behind it, to a `reduce_permits` debt or back to the counter.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
-    /// granted goes back (see **Faults** in the class description); this function then throws
-    /// only if that happens at the call, with the semaphore as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function of the same
-    /// semaphore, the destructor excepted.
-    ///
-    /// @par Object lifetimes
-    /// The semaphore must exist for the whole call; afterwards it may be destroyed while the
-    /// operation waits, which then completes with `operation_aborted`. A cancellation signal
-    /// bound to the operation must not be emitted after the semaphore is destroyed. If the
-    /// execution context shuts down while the operation waits, the handler is destroyed without
-    /// being invoked and the permits it had collected return to the semaphore. An acquire that
-    /// waits holds the handler in one object allocated with the handler's associated allocator,
-    /// and frees it before the handler is invoked; an acquire granted at once allocates no such
-    /// object.
-    ///
+    /// `n == 0` succeeds without waiting, even behind queued acquires, unless the semaphore is
+    /// closed. In every error case the operation holds no permits: what it had collected has gone
+    /// to
+    /// the waiters behind it, to a `reduce_permits` debt or back to the counter.
+    /// \asyncwait
     /// @param n The number of permits to acquire.
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire(std::size_t n, AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -281,36 +226,14 @@ public:
                                                                  detail::no_deadline(), where);
     }
 
-    /// Starts an asynchronous acquire of one permit: `async_acquire(1, token)`.
+    /// Starts an asynchronous acquire of one permit: `async_acquire(1, token)`. It fails with
+    /// `asio_sync::error::too_many_permits` when a bounded semaphore's capacity is 0 (at the call,
+    /// or
+    /// lowered to 0 by `reduce_permits` while it waited).
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, with the side effects of `async_acquire(n, token)`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
-    ///
-    /// @par Errors
-    /// As `async_acquire(n, token)` with `n == 1`: `asio_sync::error::closed`,
-    /// `boost::asio::error::operation_aborted`, and `asio_sync::error::too_many_permits` when a
-    /// bounded semaphore's capacity is 0 (at the call, or lowered to 0 by `reduce_permits` while
-    /// the operation waited).
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
-    /// granted goes back (see **Faults** in the class description); this function then throws
-    /// only if that happens at the call, with the semaphore as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_acquire(n, token)`.
-    ///
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire(AcquireToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -321,45 +244,17 @@ public:
 
     /// Starts an asynchronous acquire of `n` permits that completes with a `permit` holding them.
     ///
-    /// Everything said of `async_acquire` holds, except what the handler receives: on success a
-    /// `permit` with `count() == n`, which gives the permits back when it is destroyed; on error a
-    /// `permit` holding nothing. The permit is made as soon as the acquire is granted, so a handler
-    /// destroyed without running (context shutdown) still gives them back. On a bounded semaphore
-    /// the permits stay in circulation while the permit holds them.
+    /// Everything said of `async_acquire` holds, errors included, except what the handler receives:
+    /// on success a `permit` with `count() == n` (none for `n == 0`), which gives the permits back
+    /// when
+    /// it is destroyed; on error a `permit` holding nothing. On a bounded semaphore the permits
+    /// stay in
+    /// circulation while the permit holds them.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, permit)`. On success the permit holds `n` permits (none
-    /// for `n == 0`); on error it holds nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_acquire(n, token)`: the cancelled acquire hands
-    /// what it had collected to the waiters behind it and completes with `operation_aborted` and
-    /// an empty permit. A cancellation racing the grant either yields a permit holding `n` or an
-    /// error with an empty permit.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then.
-    ///
-    /// @par Errors
-    /// Those of `async_acquire(n, token)`, in the same cases: `asio_sync::error::too_many_permits`,
-    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
-    /// granted goes back (see **Faults** in the class description); this function then throws
-    /// only if that happens at the call, with the semaphore as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_acquire(n, token)`; in addition the semaphore must outlive the permit the handler
-    /// receives, including one made for a handler that is then destroyed without being invoked.
-    ///
+    /// \guardsig{permit}
+    /// \asyncwait
     /// @param n The number of permits to acquire.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_acquire_permit(std::size_t n,
@@ -370,62 +265,19 @@ public:
             n, permit_grant{this, n}, std::forward<AcquireToken>(token), detail::no_deadline(), where);
     }
 
-    /// Starts an asynchronous acquire of `n` permits that gives up after `timeout`.
-    ///
-    /// Everything said of `async_acquire` holds, and in addition the operation completes with
-    /// `asio_sync::error::timed_out` if it has not been granted when the time runs out. It then
-    /// holds no permits: those it had collected were handed to the waiters behind it. A grant that
-    /// races the deadline wins: the operation completes either with success (the permits are the
-    /// caller's) or with `timed_out` (nothing is held), never both. Per-operation cancellation
-    /// works as for `async_acquire`. An acquire satisfied at once starts no timer.
+    /// Starts `async_acquire(n, token)` that gives up after `timeout`; a timed-out acquire hands
+    /// the
+    /// permits it had collected to the waiters behind it.
     ///
     /// Prefer this to racing `async_acquire` against a timer with `||` (awaitable operators) or
     /// `experimental::make_parallel_group`: when the grant lands just after the timer won, `||`
     /// reports the timer, and the permits granted to the losing acquire are never released.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_acquire(n, token)`, and reported as
-    /// `operation_aborted`; the timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_acquire(n, token)`, and
-    /// - `asio_sync::error::timed_out`: `timeout` passed before the acquire was granted;
-    /// - `boost::asio::error::no_memory`: the operation was queued but its timer could not be
-    ///   started (starting it threw), so the acquire left the queue rather than wait without a
-    ///   limit.
-    /// .
-    /// In every error case the operation holds no permits.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
-    /// granted goes back (see **Faults** in the class description); this function then throws
-    /// only if that happens at the call, with the semaphore as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_acquire(n, token)`. The semaphore may be destroyed, and the context may shut
-    /// down, while the timer is pending. An acquire that has to wait allocates its operation
-    /// (which holds the timer) and the timer's wait, both with the handler's associated
-    /// allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
+    /// \ecsig
+    /// \timedwait
     /// @param n The number of permits to acquire.
-    /// @param timeout How long to wait once queued, measured on `std::chrono::steady_clock`.
-    /// Zero or negative: give up unless the permits can be had without waiting for a release (an
-    /// acquire that has to queue times out when its timer's handler runs, unless a release grants
-    /// it first).
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -438,43 +290,13 @@ public:
                                                                  detail::deadline_after(timeout), where);
     }
 
-    /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up after
-    /// `timeout`: `async_acquire_permit` with the time limit of `async_acquire_for`.
+    /// Starts `async_acquire_permit` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, permit)`. On success the permit holds `n` permits; on any
-    /// error, `asio_sync::error::timed_out` included, it holds nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_acquire(n, token)`; reported as
-    /// `operation_aborted` with an empty permit.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
-    /// `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_acquire_for`: `asio_sync::error::timed_out`,
-    /// `boost::asio::error::no_memory`, `asio_sync::error::too_many_permits`,
-    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and what it was
-    /// granted goes back (see **Faults** in the class description); this function then throws
-    /// only if that happens at the call, with the semaphore as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_acquire_for`; the semaphore must outlive the permit the handler receives.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
+    /// \guardsig{permit}
+    /// \timedwait
     /// @param n The number of permits to acquire.
-    /// @param timeout How long to wait, measured on `std::chrono::steady_clock`.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -487,45 +309,13 @@ public:
             where);
     }
 
-    /// Starts an asynchronous acquire of `n` permits that gives up at `expiry`:
-    /// `async_acquire_for` with a point in time instead of a duration.
+    /// Starts `async_acquire(n, token)` that gives up at `expiry`.
     ///
-    /// Everything said of `async_acquire_for` holds: the operation completes with
-    /// `asio_sync::error::timed_out`, holding no permits, if it has not been granted by
-    /// `expiry`; a grant that races the deadline has exactly one outcome. A deadline already
-    /// past gives up unless the permits can be had without waiting for a release.
-    ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_acquire(n, token)`, and reported as
-    /// `operation_aborted`; the timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
-    /// `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_acquire_for`: `asio_sync::error::timed_out`,
-    /// `boost::asio::error::no_memory`, `asio_sync::error::too_many_permits`,
-    /// `asio_sync::error::closed`, `boost::asio::error::operation_aborted`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_acquire_for`.
-    ///
-    /// @tparam Clock The clock of the deadline. The timer runs on `std::chrono::steady_clock`: a
-    /// deadline of another clock (`system_clock`) is converted once, at the call, into the time
-    /// left until it, so a later change of that clock does not move it.
-    /// @tparam Duration The time point's duration.
+    /// \ecsig
+    /// \timedwait
     /// @param n The number of permits to acquire.
-    /// @param expiry When to give up.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -538,37 +328,13 @@ public:
                                                                  detail::deadline_at(expiry), where);
     }
 
-    /// Starts an asynchronous acquire of `n` permits, as a `permit`, that gives up at `expiry`:
-    /// `async_acquire_permit_for` with a point in time instead of a duration.
+    /// Starts `async_acquire_permit` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, permit)`. On success the permit holds `n` permits; on any
-    /// error, `asio_sync::error::timed_out` included, it holds nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_acquire(n, token)`; reported as
-    /// `operation_aborted` with an empty permit.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`. The timer runs on
-    /// `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_acquire_until`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_acquire_for`; the semaphore must outlive the permit the handler receives.
-    ///
-    /// @tparam Clock The clock of the deadline, as for `async_acquire_until`.
-    /// @tparam Duration The time point's duration.
+    /// \guardsig{permit}
+    /// \timedwait
     /// @param n The number of permits to acquire.
-    /// @param expiry When to give up.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, permit))
                   AcquireToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -662,7 +428,8 @@ public:
     /// What the counter holds now is taken at once. The rest becomes a debt: every permit that
     /// flows back afterwards (a release, a permit returning, a cancelled acquire's collected
     /// permits, `add_permits`) pays the debt before anything reaches the counter or a queued
-    /// acquire. While in debt, `available()` is 0, `try_acquire` fails and acquires queue. A bounded
+    /// acquire. While in debt, `available()` is 0, `try_acquire` fails and acquires queue. A
+    /// bounded
     /// semaphore's bound drops by `n` at once, and queued acquires that ask for more than the new
     /// bound complete with `asio_sync::error::too_many_permits` (posted), handing on what they
     /// had collected. Does not re-open a closed semaphore. `reduce_permits(0)` does nothing.
@@ -676,13 +443,7 @@ public:
     /// `reduce_permits` debt is open. Lock-free; a snapshot, for monitoring and tests.
     std::size_t available() const noexcept { return impl_.core.available(); }
 
-    /// Attaches `observer` to the semaphore's waits, or detaches it (null): every acquire that
-    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
-    /// (see `wait_observer`). Acquires decided at once are not reported, and the lock-free
-    /// paths never look at the observer. See [Observing waits](observing.md).
-    ///
-    /// @param observer The observer, or null. It must outlive every wait queued while it is
-    /// attached.
+    /// \setobserver
     void set_observer(wait_observer* observer) noexcept
     {
         impl_.observer.store(observer, std::memory_order_release);

@@ -44,11 +44,9 @@ namespace asio_sync {
 /// before a writer are not overtaken by it. While any lock operation waits, `try_lock` and
 /// `try_lock_shared` fail.
 ///
-/// It inherits the rest from the semaphore: direct hand-off on unlock, per-operation
-/// cancellation, one allocation per wait through the handler's allocator, completions posted
-/// through the handler's associated executor and never invoked inside a member function. Every
-/// member function may be called concurrently from any thread; an unlock happens-before the
-/// completion of every lock operation it lets through.
+/// It inherits the rest from the semaphore: direct hand-off on unlock, and the contract of
+/// \ref async_waits. An unlock happens-before the completion of every lock operation it lets
+/// through.
 ///
 /// Not copyable, not movable; not recursive, and with no owner thread. There is no `close()`: to
 /// stop the waiters, `cancel()` them.
@@ -78,7 +76,7 @@ public:
 
     /// Constructs an unlocked mutex that admits at most `max_readers` readers at once.
     ///
-    /// @param ex The I/O executor: the default executor of completion handlers.
+    /// \ctorex
     /// @param max_readers The most readers that may hold the lock at once; the next reader waits.
     /// @throws std::invalid_argument if `max_readers` is 0 or above the semaphore's `max_permits`.
     explicit basic_shared_mutex(const executor_type& ex, std::size_t max_readers = default_max_readers)
@@ -90,9 +88,7 @@ public:
 
     /// Constructs an unlocked mutex that uses the context's executor.
     ///
-    /// @tparam ExecutionContext An execution context, such as `boost::asio::io_context`, whose
-    /// executor converts to `executor_type`.
-    /// @param ctx The execution context; its `get_executor()` becomes the I/O executor.
+    /// \ctorctx
     /// @param max_readers The most readers that may hold the lock at once; the next reader waits.
     /// @throws std::invalid_argument if `max_readers` is 0 or above the semaphore's `max_permits`.
     template <
@@ -125,49 +121,15 @@ public:
     ///
     /// The writer waits until no reader and no writer holds the lock, and behind every lock
     /// operation queued before it; from the moment it is queued, readers that arrive later wait
-    /// behind it.
+    /// behind it. A writer cancelled or timed out after collecting part of the lock (readers
+    /// leaving
+    /// before it) passes that on to the waiters behind it, so the readers it was blocking proceed.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// `boost::asio::cancellation_type::terminal`, `partial` and `total`, through the handler's
-    /// associated cancellation slot. A cancelled writer that had collected part of the lock
-    /// (readers leaving before it) passes that on to the waiters behind it, so the readers it was
-    /// blocking proceed. A cancellation racing the grant has exactly one outcome: success with the
-    /// lock held, or `operation_aborted` with nothing held.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function, nor from within the unlock
-    /// functions, `downgrade`, `cancel` or the destructor; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, also when the lock is
-    /// free at once, with outstanding work tracked until then.
-    ///
-    /// @par Errors
-    /// - none: the caller holds the lock alone.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the operation waited. The lock is then not held.
-    /// .
-    /// No other error is reported: the mutex cannot be closed, and a writer never asks for more
-    /// than `max_readers()`.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
-    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
-    /// if that happens at the call, with the mutex as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently, from any thread, with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// The mutex must exist for the whole call; destroying it afterwards aborts the pending lock.
-    /// A cancellation signal bound to the operation must not be emitted after the mutex is
-    /// destroyed. At context shutdown a pending lock's handler is destroyed without being
-    /// invoked. A lock that waits allocates one object with the handler's associated allocator,
-    /// freed before the handler is invoked.
-    ///
-    /// @param token The completion token: a handler, `boost::asio::use_awaitable`,
-    /// `boost::asio::use_future`, `boost::asio::deferred`, or any other.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \aborterrors The mutex cannot be closed, and a writer never asks for more than
+    /// `max_readers()`.
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -176,36 +138,12 @@ public:
         return semaphore_.async_acquire(max_readers_, std::forward<LockToken>(token), where);
     }
 
-    /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`.
+    /// Starts `async_lock` whose handler receives a `std::unique_lock` that owns the lock; errors
+    /// as `async_lock`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::unique_lock<basic_shared_mutex>)`. On success it owns
-    /// the lock (adopted) and unlocks it when destroyed, also if the handler is destroyed without
-    /// being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as `async_lock`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
-    ///
-    /// @par Errors
-    /// As `async_lock`: only `boost::asio::error::operation_aborted`, with an empty
-    /// `unique_lock`.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
-    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
-    /// if that happens at the call, with the mutex as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock`; in addition the mutex must outlive the `unique_lock` the handler receives.
-    ///
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::unique_lock<basic_shared_mutex>}
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -216,50 +154,12 @@ public:
             max_readers_, std::forward<LockToken>(token), detail::no_deadline(), where);
     }
 
-    /// Starts an asynchronous exclusive lock that gives up after `timeout`: `async_lock` with a
-    /// time limit.
+    /// Starts `async_lock` that gives up after `timeout`.
     ///
-    /// Everything said of `async_lock` holds, and in addition the operation completes with
-    /// `asio_sync::error::timed_out` if the lock has not been granted when the time runs out. The
-    /// lock is then not held, and what the writer had collected (readers that left before it)
-    /// goes on to the waiters behind it, so the readers it was blocking proceed. An unlock that
-    /// races the deadline has exactly one outcome: success with the lock held, or `timed_out`
-    /// with nothing held. A lock granted at once starts no timer. See [Deadlines](deadlines.md).
-    ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for `async_lock`; reported as `operation_aborted`, never as
-    /// `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock`, and
-    /// - `asio_sync::error::timed_out`: the time ran out before the lock was granted;
-    /// - `boost::asio::error::no_memory`: the lock was queued but its timer could not be started,
-    ///   so it left the queue rather than wait without a limit.
-    /// .
-    /// In every error case nothing is held.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock`. The mutex may be destroyed, and the context may shut down, while the timer
-    /// is pending. A lock that waits allocates one object, which holds the timer, and the timer's
-    /// wait, both with the handler's associated allocator.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the lock can be had at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -270,36 +170,12 @@ public:
         return semaphore_.async_acquire_for(max_readers_, timeout, std::forward<LockToken>(token), where);
     }
 
-    /// Starts an asynchronous exclusive lock that gives up at `expiry`: `async_lock_for` with
-    /// a point in time instead of a duration.
+    /// Starts `async_lock` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for the lock without a time limit; reported as
-    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -310,36 +186,12 @@ public:
         return semaphore_.async_acquire_until(max_readers_, expiry, std::forward<LockToken>(token), where);
     }
 
-    /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`, giving
-    /// up after `timeout`: `async_scoped_lock` with the time limit of `async_lock_for`.
+    /// Starts `async_scoped_lock` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::unique_lock<basic_shared_mutex>)`. On success the
-    /// `unique_lock` owns the lock; on any error, `timed_out` included, it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for the lock without a time limit; reported as
-    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`; the mutex must outlive the `unique_lock` the handler receives.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, as for `async_lock_for`.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::unique_lock<basic_shared_mutex>}
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_shared_mutex>))
@@ -352,37 +204,12 @@ public:
             max_readers_, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
-    /// Starts an asynchronous exclusive lock whose handler receives a `std::unique_lock`, giving
-    /// up at `expiry`: `async_scoped_lock` with the deadline of `async_lock_until`.
+    /// Starts `async_scoped_lock` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::unique_lock<basic_shared_mutex>)`, as for
-    /// `async_scoped_lock_for`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for the lock without a time limit; reported as
-    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_until`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`; the mutex must outlive the `unique_lock` the handler receives.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::unique_lock<basic_shared_mutex>}
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::unique_lock<basic_shared_mutex>))
@@ -420,35 +247,10 @@ public:
     /// Waits while a writer holds the lock, while `max_readers` readers hold it, or while any
     /// other lock operation is queued (FIFO: a queued writer is not overtaken).
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as `async_lock`; a cancellation racing the grant has exactly
-    /// one outcome.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then.
-    ///
-    /// @par Errors
-    /// - none: the caller holds a share of the lock.
-    /// - `boost::asio::error::operation_aborted`: per-operation cancellation, `cancel()`, or the
-    ///   mutex's destruction, while the operation waited. Nothing is held.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
-    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
-    /// if that happens at the call, with the mutex as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock`.
-    ///
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \aborterrors
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_lock_shared(LockToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type),
@@ -457,37 +259,12 @@ public:
         return semaphore_.async_acquire(1, std::forward<LockToken>(token), where);
     }
 
-    /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`.
+    /// Starts `async_lock_shared` whose handler receives a `std::shared_lock` that owns the lock;
+    /// errors as `async_lock_shared`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::shared_lock<basic_shared_mutex>)`. On success it
-    /// owns a share of the lock (adopted) and releases it when destroyed, also if the handler is
-    /// destroyed without being invoked; on error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as `async_lock_shared`.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`.
-    ///
-    /// @par Errors
-    /// As `async_lock_shared`: only `boost::asio::error::operation_aborted`, with an empty
-    /// `shared_lock`.
-    ///
-    /// If the completion cannot be submitted, the handler is destroyed instead and the lock goes
-    /// back (see **Faults** in `basic_semaphore`'s description); this function then throws only
-    /// if that happens at the call, with the mutex as before it.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_shared`; in addition the mutex must outlive the `shared_lock` the handler
-    /// receives.
-    ///
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::shared_lock<basic_shared_mutex>}
+    /// \asyncwait
+    /// \waitparams
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_shared_mutex>))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -498,38 +275,13 @@ public:
                                                                        detail::no_deadline(), where);
     }
 
-    /// Starts an asynchronous shared lock that gives up after `timeout`: `async_lock_shared`
-    /// with the time limit of `async_lock_for`. A reader that times out holds nothing; a queued
-    /// writer it stood in front of is not affected.
+    /// Starts `async_lock_shared` that gives up after `timeout`; a queued writer it stood in front
+    /// of is not affected.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for the lock without a time limit; reported as
-    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_shared`, and `asio_sync::error::timed_out` and
-    /// `boost::asio::error::no_memory` as for `async_lock_for`. In every error case nothing is held.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait once queued, on `std::chrono::steady_clock`. Zero or
-    /// negative: give up unless the lock can be had at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -540,36 +292,12 @@ public:
         return semaphore_.async_acquire_for(1, timeout, std::forward<LockToken>(token), where);
     }
 
-    /// Starts an asynchronous shared lock that gives up at `expiry`: `async_lock_shared_for`
-    /// with a point in time instead of a duration.
+    /// Starts `async_lock_shared` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code)`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for the lock without a time limit; reported as
-    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_shared_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \ecsig
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   LockToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
@@ -580,37 +308,12 @@ public:
         return semaphore_.async_acquire_until(1, expiry, std::forward<LockToken>(token), where);
     }
 
-    /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`, giving
-    /// up after `timeout`: `async_scoped_lock_shared` with the time limit of
-    /// `async_lock_shared_for`.
+    /// Starts `async_scoped_lock_shared` that gives up after `timeout`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::shared_lock<basic_shared_mutex>)`. On success the
-    /// `shared_lock` owns a share of the lock; on any error it owns nothing.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for the lock without a time limit; reported as
-    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_shared_for`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`; the mutex must outlive the `shared_lock` the handler receives.
-    ///
-    /// @tparam Rep The arithmetic type of the duration's count.
-    /// @tparam Period The duration's tick period.
-    /// @param timeout How long to wait, as for `async_lock_shared_for`.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::shared_lock<basic_shared_mutex>}
+    /// \timedwait
+    /// \forparams
+    /// \waitparams
     template <class Rep, class Period,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_shared_mutex>))
@@ -623,38 +326,12 @@ public:
             1, std::forward<LockToken>(token), detail::deadline_after(timeout), where);
     }
 
-    /// Starts an asynchronous shared lock whose handler receives a `std::shared_lock`, giving
-    /// up at `expiry`: `async_scoped_lock_shared` with the deadline of
-    /// `async_lock_shared_until`.
+    /// Starts `async_scoped_lock_shared` that gives up at `expiry`.
     ///
-    /// @par Completion signature
-    /// `void(boost::system::error_code, std::shared_lock<basic_shared_mutex>)`, as for
-    /// `async_scoped_lock_shared_for`.
-    ///
-    /// @par Per-operation cancellation
-    /// Terminal, partial and total, as for the lock without a time limit; reported as
-    /// `operation_aborted`, never as `timed_out`. The timer is cancelled with the operation.
-    ///
-    /// @par Executor
-    /// The handler is never invoked from within this function; it is submitted to its associated
-    /// executor (default: `get_executor()`) as if by `boost::asio::post`, with outstanding work
-    /// tracked until then. The timer runs on `get_executor()`.
-    ///
-    /// @par Errors
-    /// Those of `async_lock_shared_until`.
-    ///
-    /// @par Thread safety
-    /// May be called concurrently with any member function but the destructor.
-    ///
-    /// @par Object lifetimes
-    /// As `async_lock_for`; the mutex must outlive the `shared_lock` the handler receives.
-    ///
-    /// @tparam Clock The deadline's clock. The timer runs on `std::chrono::steady_clock`; a
-    /// deadline of another clock is converted once, at the call, into the time left until it.
-    /// @tparam Duration The time point's duration.
-    /// @param expiry When to give up; a deadline already past gives up unless the lock can be had at once.
-    /// @param token The completion token.
-    /// @param where Where the wait is started, for the holder registry: leave it defaulted.
+    /// \guardsig{std::shared_lock<basic_shared_mutex>}
+    /// \timedwait
+    /// \untilparams
+    /// \waitparams
     template <class Clock, class Duration,
               BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code,
                                                    std::shared_lock<basic_shared_mutex>))
@@ -698,13 +375,7 @@ public:
         semaphore_.release(max_readers_ - 1);
     }
 
-    /// Attaches `observer` to the mutex's waits, or detaches it (null): every lock that
-    /// queues from now on is reported to it, when queued and when it ends, with how long it waited
-    /// (see `wait_observer`). Locks decided at once are not reported, and the lock-free
-    /// paths never look at the observer. See [Observing waits](observing.md).
-    ///
-    /// @param observer The observer, or null. It must outlive every wait queued while it is
-    /// attached.
+    /// \setobserver
     void set_observer(wait_observer* observer) noexcept
     {
         detail::access::entry(semaphore_).observer.store(observer, std::memory_order_release);

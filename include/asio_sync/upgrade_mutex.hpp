@@ -180,7 +180,8 @@ public:
                           where);
     }
 
-    /// Starts `async_lock` whose handler receives a `std::unique_lock` that owns the lock; errors as `async_lock`.
+    /// Starts `async_lock` whose handler receives a `std::unique_lock` that owns the lock; errors
+    /// as `async_lock`.
     ///
     /// \guardsig{std::unique_lock<basic_upgrade_mutex>}
     /// \asyncwait
@@ -283,7 +284,8 @@ public:
                           where);
     }
 
-    /// Starts `async_lock_shared` whose handler receives a `std::shared_lock` that owns the lock; errors as `async_lock_shared`.
+    /// Starts `async_lock_shared` whose handler receives a `std::shared_lock` that owns the lock;
+    /// errors as `async_lock_shared`.
     ///
     /// \guardsig{std::shared_lock<basic_upgrade_mutex>}
     /// \asyncwait
@@ -387,7 +389,8 @@ public:
                           where);
     }
 
-    /// Starts `async_lock_upgrade` whose handler receives a `upgrade_lock` that owns the lock; errors as `async_lock_upgrade`.
+    /// Starts `async_lock_upgrade` whose handler receives a `upgrade_lock` that owns the lock;
+    /// errors as `async_lock_upgrade`.
     ///
     /// \guardsig{upgrade_lock<basic_upgrade_mutex>}
     /// \asyncwait
@@ -461,7 +464,8 @@ public:
     ///   racing the last reader's leaving has exactly one outcome: the exclusive lock, or the
     ///   upgrade lock still.
     /// .
-    /// If the completion cannot be submitted, the handler is destroyed and the exclusive lock it was
+    /// If the completion cannot be submitted, the handler is destroyed and the exclusive lock it
+    /// was
     /// granted is given back.
     /// \asyncwait
     /// \waitparams
