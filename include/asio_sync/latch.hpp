@@ -37,9 +37,9 @@ namespace asio_sync {
 /// Counting below zero is a programming error: `count_down(n)` with `n` greater than the count
 /// throws `std::invalid_argument` and leaves the count as it was.
 ///
-/// The latch is a `basic_manual_reset_event` set once the count reaches zero: its waits are that
-/// event's (the contract of \ref async_waits, the event's fault rule, `use_awaitable` on an open
-/// latch continuing without suspending).
+/// Its waits are those of a `basic_manual_reset_event` that is set once the count reaches zero
+/// (the contract of \ref async_waits, the event's fault rule, `use_awaitable` on an open latch
+/// continuing without suspending).
 ///
 /// **Thread safety.** Every member function may be called concurrently from any thread.
 /// `count_down` that does not reach zero, `try_wait`, `count` and a wait on an open latch are
