@@ -20,6 +20,8 @@
 #include <asio_sync/mutex.hpp>
 #include <asio_sync/semaphore.hpp>
 
+#include "support/io_steps.hpp"
+
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
@@ -35,6 +37,7 @@
 #include <vector>
 
 namespace asio = boost::asio;
+using asio_sync::test::poll;
 using boost::system::error_code;
 
 namespace {
@@ -136,13 +139,6 @@ std::optional<wait_records> find_wait(const std::vector<std::string>& lines, con
             found->destroyed = true;
     }
     return found;
-}
-
-// Runs the handlers ready now.
-void poll(asio::io_context& io)
-{
-    io.restart();
-    io.poll();
 }
 
 } // namespace

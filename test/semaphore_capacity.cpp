@@ -7,6 +7,8 @@
 #include <asio_sync/semaphore.hpp>
 
 #include <support/handler.hpp>
+#include <support/io_steps.hpp>
+#include <support/semaphore_checks.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -28,33 +30,20 @@ namespace {
 
 namespace asio = boost::asio;
 namespace test = asio_sync::test;
+using asio_sync::test::check_completed;
+using asio_sync::test::poll;
+using asio_sync::test::record_acquire;
+using asio_sync::test::run;
 using boost::system::error_code;
 using permit = asio_sync::semaphore::permit;
 
 constexpr std::size_t max_permits = asio_sync::semaphore::max_permits;
 constexpr std::size_t max_bound = asio_sync::semaphore::max_bound;
 
-// How long any single wait may take before the test gives up. It only turns a hang into a
-// failure; no outcome depends on it.
-constexpr std::chrono::seconds limit(60);
-
 const error_code success{};
 const error_code aborted = asio::error::operation_aborted;
 const error_code closed = asio_sync::error::closed;
 const error_code too_many = asio_sync::error::too_many_permits;
-
-void poll(asio::io_context& io)
-{
-    io.restart();
-    io.poll();
-}
-
-void run(asio::io_context& io)
-{
-    io.restart();
-    io.run_for(limit);
-    BOOST_REQUIRE_MESSAGE(io.stopped(), "the io_context still had work when the time limit expired");
-}
 
 struct fixture
 {
@@ -68,21 +57,6 @@ void check_state(const asio_sync::semaphore& sem, std::size_t available, std::si
     BOOST_TEST(sem.available() == available);
     BOOST_TEST(sem.waiting() == waiting);
     BOOST_TEST(sem.capacity() == capacity);
-}
-
-template <class... N>
-std::shared_ptr<test::outcome> record_acquire(asio_sync::semaphore& sem, N... n)
-{
-    auto [out, handler] = test::make_record();
-    sem.async_acquire(static_cast<std::size_t>(n)..., handler);
-    return out;
-}
-
-void check_completed(const test::outcome& out, const error_code& expected)
-{
-    BOOST_TEST(out.calls == 1);
-    BOOST_TEST_REQUIRE(out.ec.has_value());
-    BOOST_TEST(*out.ec == expected);
 }
 
 // Takes `n` permits as a permit object; fails the test if that is not possible at once.

@@ -7,6 +7,9 @@
 #include <asio_sync/semaphore.hpp>
 
 #include <support/handler.hpp>
+#include <support/io_steps.hpp>
+#include <support/semaphore_checks.hpp>
+#include <support/spawned.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -41,6 +44,11 @@ namespace {
 
 namespace asio = boost::asio;
 namespace test = asio_sync::test;
+using asio_sync::test::check_counts;
+using asio_sync::test::check_throws_code;
+using asio_sync::test::poll;
+using asio_sync::test::run;
+using asio_sync::test::semaphore_with;
 using boost::system::error_code;
 using permit = asio_sync::semaphore::permit;
 
@@ -59,35 +67,6 @@ static_assert(!std::is_copy_assignable_v<permit>);
 static_assert(std::is_nothrow_move_constructible_v<permit>);
 static_assert(std::is_nothrow_move_assignable_v<permit>);
 static_assert(!std::is_convertible_v<permit, bool>); // explicit operator bool
-
-// Runs the handlers that are ready now, without waiting for anything.
-void poll(asio::io_context& io)
-{
-    io.restart();
-    io.poll();
-}
-
-// Runs `io` until it has no work left; fails the test if that takes longer than `limit`.
-void run(asio::io_context& io)
-{
-    io.restart();
-    io.run_for(limit);
-    BOOST_REQUIRE_MESSAGE(io.stopped(), "the io_context still had work when the time limit expired");
-}
-
-// A semaphore with `Permits` free permits, on an io_context of its own.
-template <std::size_t Permits>
-struct semaphore_with
-{
-    asio::io_context io;
-    asio_sync::semaphore sem{io, Permits};
-};
-
-void check_counts(const asio_sync::semaphore& sem, std::size_t available, std::size_t waiting)
-{
-    BOOST_TEST(sem.available() == available);
-    BOOST_TEST(sem.waiting() == waiting);
-}
 
 // Where a permit acquire lands: the error code, the permit, and how often the handler ran.
 struct permit_outcome
@@ -146,47 +125,6 @@ void check_permit(const permit_outcome& out, const error_code& expected, const a
     BOOST_TEST(&out.held->semaphore() == &sem);
 }
 
-#if defined(BOOST_ASIO_HAS_CO_AWAIT) // coroutines need C++20: the _cxx17 build leaves these out
-// A coroutine co_spawned on `io`, and how it ended.
-struct spawned
-{
-    int calls = 0;
-    std::exception_ptr error;
-
-    template <class F>
-    spawned(asio::io_context& io, F f)
-    {
-        asio::co_spawn(io, std::move(f), [this](std::exception_ptr e) {
-            ++calls;
-            error = e;
-        });
-    }
-
-    spawned(const spawned&) = delete;
-    spawned& operator=(const spawned&) = delete;
-
-    void check_finished() const
-    {
-        BOOST_TEST(calls == 1);
-        BOOST_TEST(!error, "an exception escaped the coroutine");
-    }
-};
-#endif
-
-// Checks that `f()` throws a system_error carrying `expected`.
-template <class F>
-void check_throws_code(F&& f, const error_code& expected)
-{
-    try
-    {
-        std::forward<F>(f)();
-        BOOST_ERROR("no exception was thrown");
-    }
-    catch (const boost::system::system_error& e)
-    {
-        BOOST_TEST(e.code() == expected);
-    }
-}
 
 } // namespace
 
@@ -659,7 +597,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_returns_the_permit, semaphore_with<2>)
     std::size_t first_count = 0;
     std::size_t second_count = 0;
     std::size_t available_while_held = 99;
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         permit first = co_await sem.async_acquire_permit(2, asio::use_awaitable);
         first_count = first.count();
         permit second = co_await sem.async_acquire_permit(1, asio::use_awaitable); // waits
@@ -682,7 +620,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_throws_on_error, semaphore_with<0>)
 {
     std::optional<error_code> caught;
     bool after = false;
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         try
         {
             permit p = co_await sem.async_acquire_permit(1, asio::use_awaitable);
@@ -707,7 +645,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_throws_on_error, semaphore_with<0>)
 BOOST_FIXTURE_TEST_CASE(as_tuple_use_awaitable_and_callback, semaphore_with<1>)
 {
     std::vector<std::pair<error_code, std::size_t>> results;
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         for (int i = 0; i < 2; ++i)
         {
             auto [ec, p] = co_await sem.async_acquire_permit(1, asio::as_tuple(asio::use_awaitable));

@@ -9,6 +9,9 @@
 #include <support/counting_allocator.hpp>
 #include <support/deadline_checks.hpp>
 #include <support/handler.hpp>
+#include <support/io_steps.hpp>
+#include <support/semaphore_checks.hpp>
+#include <support/spawned.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_allocator.hpp>
@@ -49,6 +52,12 @@ namespace {
 
 namespace asio = boost::asio;
 namespace test = asio_sync::test;
+using asio_sync::test::check_completed;
+using asio_sync::test::check_counts;
+using asio_sync::test::poll;
+using asio_sync::test::record_acquire;
+using asio_sync::test::run;
+using asio_sync::test::semaphore_with;
 using boost::system::error_code;
 using permit = asio_sync::semaphore::permit;
 using namespace std::chrono_literals;
@@ -65,53 +74,11 @@ const error_code closed = asio_sync::error::closed;
 const error_code timed_out = asio_sync::error::timed_out;
 const error_code too_many = asio_sync::error::too_many_permits;
 
-void poll(asio::io_context& io)
-{
-    io.restart();
-    io.poll();
-}
-
-// Runs `io` until it has no work left; fails the test if that takes longer than `limit`. A timed
-// acquire whose timer was not cancelled after it completed would keep the context busy.
-void run(asio::io_context& io)
-{
-    io.restart();
-    io.run_for(limit);
-    BOOST_REQUIRE_MESSAGE(io.stopped(), "the io_context still had work when the time limit expired");
-}
-
-template <std::size_t Permits>
-struct semaphore_with
-{
-    asio::io_context io;
-    asio_sync::semaphore sem{io, Permits};
-};
-
-void check_counts(const asio_sync::semaphore& sem, std::size_t available, std::size_t waiting)
-{
-    BOOST_TEST(sem.available() == available);
-    BOOST_TEST(sem.waiting() == waiting);
-}
-
-void check_completed(const test::outcome& out, const error_code& expected)
-{
-    BOOST_TEST(out.calls == 1);
-    BOOST_TEST_REQUIRE(out.ec.has_value());
-    BOOST_TEST(*out.ec == expected);
-}
-
 template <class Duration>
 std::shared_ptr<test::outcome> record_timed(asio_sync::semaphore& sem, std::size_t n, Duration timeout)
 {
     auto [out, handler] = test::make_record();
     sem.async_acquire_for(n, timeout, handler);
-    return out;
-}
-
-std::shared_ptr<test::outcome> record_acquire(asio_sync::semaphore& sem, std::size_t n)
-{
-    auto [out, handler] = test::make_record();
-    sem.async_acquire(n, handler);
     return out;
 }
 
@@ -144,33 +111,6 @@ void check_permit(const permit_outcome& out, const error_code& expected, std::si
     BOOST_TEST_REQUIRE(out.held.has_value());
     BOOST_TEST(out.held->count() == count);
 }
-
-#if defined(BOOST_ASIO_HAS_CO_AWAIT) // coroutines need C++20: the _cxx17 build leaves these out
-// A coroutine co_spawned on `io`, and how it ended.
-struct spawned
-{
-    int calls = 0;
-    std::exception_ptr error;
-
-    template <class F>
-    spawned(asio::io_context& io, F f)
-    {
-        asio::co_spawn(io, std::move(f), [this](std::exception_ptr e) {
-            ++calls;
-            error = e;
-        });
-    }
-
-    spawned(const spawned&) = delete;
-    spawned& operator=(const spawned&) = delete;
-
-    void check_finished() const
-    {
-        BOOST_TEST(calls == 1);
-        BOOST_TEST(!error, "an exception escaped the coroutine");
-    }
-};
-#endif
 
 // Runs `io` until a timer of `delay`, started now on it, has expired, then runs whatever is
 // ready. Timers expire in the order of their expiry times, so a timed acquire whose deadline had
@@ -696,7 +636,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_throws_timed_out_and_returns_permits, sema
     std::size_t granted_count = 0;
     error_code tuple_ec;
     std::size_t tuple_count = 99;
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         try
         {
             co_await sem.async_acquire_for(1, 1ms, asio::use_awaitable);

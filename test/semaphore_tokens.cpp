@@ -8,7 +8,10 @@
 
 #include <support/counting_allocator.hpp>
 #include <support/handler.hpp>
+#include <support/io_steps.hpp>
 #include <support/io_threads.hpp>
+#include <support/semaphore_checks.hpp>
+#include <support/spawned.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_allocator.hpp>
@@ -60,6 +63,13 @@ namespace {
 namespace asio = boost::asio;
 namespace asx = boost::asio::experimental;
 namespace test = asio_sync::test;
+using asio_sync::test::check_completed;
+using asio_sync::test::check_counts;
+using asio_sync::test::check_throws_code;
+using asio_sync::test::poll;
+using asio_sync::test::record_acquire;
+using asio_sync::test::run;
+using asio_sync::test::semaphore_with;
 using boost::system::error_code;
 
 // How long any single wait may take before the test gives up and fails. Generous on purpose: it
@@ -70,58 +80,11 @@ const error_code success{};
 const error_code closed = asio_sync::error::closed;
 const error_code aborted = asio::error::operation_aborted;
 
-// A semaphore with `Permits` free permits, on an io_context of its own.
-template <std::size_t Permits>
-struct semaphore_with
-{
-    asio::io_context io;
-    asio_sync::semaphore sem{io, Permits};
-};
-
-// Runs the handlers that are ready now, without waiting for anything.
-void poll(asio::io_context& io)
-{
-    io.restart();
-    io.poll();
-}
-
-// Runs `io` until it has no work left, and fails the test if that does not happen within `limit`.
-void run_to_completion(asio::io_context& io)
-{
-    io.restart();
-    io.run_for(limit);
-    BOOST_REQUIRE_MESSAGE(io.stopped(), "the io_context still had work when the time limit expired");
-}
-
-// Checks how many permits `sem` has free and how many acquires wait on it.
-void check_counts(const asio_sync::semaphore& sem, std::size_t available, std::size_t waiting)
-{
-    BOOST_TEST(sem.available() == available);
-    BOOST_TEST(sem.waiting() == waiting);
-}
-
 // Checks that a completion was recorded, with `expected`.
 void check_result(const std::optional<error_code>& result, const error_code& expected)
 {
     BOOST_TEST_REQUIRE(result.has_value());
     BOOST_TEST(*result == expected);
-}
-
-// Checks that a recorded handler was invoked exactly once, with `expected`.
-void check_completed(const test::outcome& out, const error_code& expected)
-{
-    BOOST_TEST(out.calls == 1);
-    check_result(out.ec, expected);
-}
-
-// Starts `sem.async_acquire(n..., handler)` with a handler that records its completion, and
-// returns where it records it.
-template <class... N>
-std::shared_ptr<test::outcome> record_acquire(asio_sync::semaphore& sem, N... n)
-{
-    auto [out, handler] = test::make_record();
-    sem.async_acquire(static_cast<std::size_t>(n)..., handler);
-    return out;
 }
 
 // The same, with the handler bound to the slot of `signal`.
@@ -155,47 +118,6 @@ void check_progress(asio::io_context& io, const asio_sync::semaphore& sem,
     BOOST_TEST(sem.waiting() == 1u);
 }
 
-// A coroutine co_spawned on `io`, and where it ends: how often its completion ran and what
-// escaped it.
-struct spawned
-{
-    int calls = 0;
-    std::exception_ptr error;
-
-    template <class F>
-    spawned(asio::io_context& io, F f)
-    {
-        asio::co_spawn(io, std::move(f), [this](std::exception_ptr e) {
-            ++calls;
-            error = e;
-        });
-    }
-
-    spawned(const spawned&) = delete;
-    spawned& operator=(const spawned&) = delete;
-
-    // Checks that the coroutine finished exactly once without an exception escaping it.
-    void check_finished() const
-    {
-        BOOST_TEST(calls == 1);
-        if (error)
-        {
-            try
-            {
-                std::rethrow_exception(error);
-            }
-            catch (const std::exception& e)
-            {
-                BOOST_ERROR("the coroutine threw: " << e.what());
-            }
-            catch (...)
-            {
-                BOOST_ERROR("the coroutine threw a non-std exception");
-            }
-        }
-    }
-};
-
 // Awaits an acquire of one permit and returns the code of the system_error it throws, if any.
 asio::awaitable<std::optional<error_code>> code_thrown_by_acquire(asio_sync::semaphore& sem)
 {
@@ -215,7 +137,7 @@ asio::awaitable<std::optional<error_code>> code_thrown_by_acquire(asio_sync::sem
 struct acquire_or_timeout
 {
     std::optional<std::size_t> winner;
-    spawned coro;
+    test::spawned coro;
 
     acquire_or_timeout(asio::io_context& io, asio_sync::semaphore& sem, std::size_t n,
                        std::chrono::steady_clock::duration timeout)
@@ -337,21 +259,6 @@ private:
 static_assert(!std::is_copy_constructible_v<move_only_handler>);
 static_assert(std::is_nothrow_move_constructible_v<move_only_handler>);
 
-// Checks that `f()` throws a system_error carrying `expected`.
-template <class F>
-void check_throws_code(F&& f, const error_code& expected)
-{
-    try
-    {
-        std::forward<F>(f)();
-        BOOST_ERROR("no exception was thrown");
-    }
-    catch (const boost::system::system_error& e)
-    {
-        BOOST_TEST(e.code() == expected);
-    }
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(semaphore_tokens)
@@ -371,7 +278,7 @@ BOOST_FIXTURE_TEST_CASE(callback_completes_at_once_when_a_permit_is_free, semaph
     // The permit is taken at initiation even though the handler has not run yet.
     check_counts(sem, 1, 0);
 
-    run_to_completion(io);
+    run(io);
     BOOST_TEST(calls == 1);
     check_result(result, success);
     BOOST_TEST(sem.available() == 1u);
@@ -380,7 +287,7 @@ BOOST_FIXTURE_TEST_CASE(callback_completes_at_once_when_a_permit_is_free, semaph
     sem.release(1);
     auto out = record_acquire(sem, 2);
     BOOST_TEST(sem.available() == 0u);
-    run_to_completion(io);
+    run(io);
     check_completed(*out, success);
     check_counts(sem, 0, 0);
 }
@@ -395,7 +302,7 @@ BOOST_FIXTURE_TEST_CASE(callback_is_never_invoked_inline, semaphore_with<1>)
     });
     BOOST_TEST(!invoked);
     BOOST_TEST(sem.available() == 0u);
-    run_to_completion(io);
+    run(io);
     BOOST_TEST(invoked);
 
     // n == 0 succeeds at once, and is not invoked inline either.
@@ -414,7 +321,7 @@ BOOST_FIXTURE_TEST_CASE(callback_is_never_invoked_inline, semaphore_with<1>)
     sem.close();
     BOOST_TEST(!by_close->done());
 
-    run_to_completion(io);
+    run(io);
     check_completed(*zero, success);
     check_completed(*by_release, success);
     check_completed(*by_cancel, aborted);
@@ -431,7 +338,7 @@ BOOST_FIXTURE_TEST_CASE(callback_waits_for_release, semaphore_with<0>)
 
     sem.release(1);
     check_counts(sem, 0, 0); // the released permit went to the waiter
-    run_to_completion(io);
+    run(io);
     check_completed(*out, success);
     BOOST_TEST(sem.available() == 0u);
 
@@ -443,7 +350,7 @@ BOOST_FIXTURE_TEST_CASE(callback_waits_for_release, semaphore_with<0>)
     BOOST_TEST(!many->done());
     BOOST_TEST(sem.waiting() == 1u);
     sem.release(2);
-    run_to_completion(io);
+    run(io);
     check_completed(*many, success);
     BOOST_TEST(sem.available() == 1u); // the surplus went to the counter
 }
@@ -469,7 +376,7 @@ BOOST_FIXTURE_TEST_CASE(callback_errors, semaphore_with<1>)
     auto closed_zero = record_acquire(sem, 0);
     BOOST_TEST(sem.available() == 1u);
 
-    run_to_completion(io);
+    run(io);
     check_completed(*too_many, asio_sync::error::too_many_permits);
     check_completed(*cancelled, aborted);
     check_completed(*closed_waiter, closed);
@@ -483,7 +390,7 @@ BOOST_FIXTURE_TEST_CASE(callback_move_only_handler, semaphore_with<1>)
     auto now = std::make_shared<test::outcome>();
     sem.async_acquire(move_only_handler(now));
     BOOST_TEST(!now->done());
-    run_to_completion(io);
+    run(io);
     check_completed(*now, success);
 
     // After waiting.
@@ -493,7 +400,7 @@ BOOST_FIXTURE_TEST_CASE(callback_move_only_handler, semaphore_with<1>)
     BOOST_TEST(sem.waiting() == 1u);
     BOOST_TEST(!later->done());
     sem.release(1);
-    run_to_completion(io);
+    run(io);
     check_completed(*later, success);
 
     // A move-only lambda, completed by close().
@@ -505,7 +412,7 @@ BOOST_FIXTURE_TEST_CASE(callback_move_only_handler, semaphore_with<1>)
     });
     BOOST_TEST(sem.waiting() == 1u);
     sem.close();
-    run_to_completion(io);
+    run(io);
     BOOST_TEST(value == 42);
     check_result(result, closed);
 }
@@ -519,7 +426,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_at_once_and_after_waiting, semaphore_with<
 {
     int step = 0;
 
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         co_await sem.async_acquire(asio::use_awaitable);
         step = 1;
         co_await sem.async_acquire(2, asio::use_awaitable);
@@ -535,7 +442,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_at_once_and_after_waiting, semaphore_with<
     poll(io);
     BOOST_TEST(step == 1); // one of the two permits is not enough
     sem.release(1);
-    run_to_completion(io);
+    run(io);
     BOOST_TEST(step == 2);
     coro.check_finished();
     check_counts(sem, 0, 0);
@@ -546,7 +453,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_throws_system_error_on_error, semaphore_wi
     // Caught inside the coroutine: cancel() -> operation_aborted, close() -> closed, and closed
     // again for an acquire started once the semaphore is closed.
     std::array<std::optional<error_code>, 3> codes;
-    spawned caught(io, [&]() -> asio::awaitable<void> {
+    test::spawned caught(io, [&]() -> asio::awaitable<void> {
         for (std::optional<error_code>& code : codes)
             code = co_await code_thrown_by_acquire(sem);
     });
@@ -558,7 +465,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_throws_system_error_on_error, semaphore_wi
     check_result(codes[0], aborted);
     BOOST_TEST(sem.waiting() == 1u);
     sem.close();
-    run_to_completion(io);
+    run(io);
     check_result(codes[1], closed);
     check_result(codes[2], closed);
     caught.check_finished();
@@ -567,14 +474,14 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_throws_system_error_on_error, semaphore_wi
     asio::io_context io2;
     asio_sync::semaphore sem2(io2, 0);
     bool after = false;
-    spawned escaped(io2, [&]() -> asio::awaitable<void> {
+    test::spawned escaped(io2, [&]() -> asio::awaitable<void> {
         co_await sem2.async_acquire(asio::use_awaitable);
         after = true;
     });
     poll(io2);
     BOOST_TEST(sem2.waiting() == 1u);
     sem2.cancel();
-    run_to_completion(io2);
+    run(io2);
     BOOST_TEST(!after);
     BOOST_TEST(escaped.calls == 1);
     BOOST_TEST_REQUIRE(static_cast<bool>(escaped.error));
@@ -588,7 +495,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_takes_free_permits_without_suspending, sem
 {
     bool posted_ran = false;
     std::vector<bool> ran_before;
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         asio::post(io, [&] { posted_ran = true; });
         co_await sem.async_acquire(asio::use_awaitable);
         ran_before.push_back(posted_ran);
@@ -624,7 +531,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_takes_free_permits_without_suspending, sem
         BOOST_TEST(tuple_code == asio_sync::error::too_many_permits);
     });
     // On a new thread, whose budget of acquires without suspension is whole.
-    std::thread([&] { run_to_completion(io); }).join();
+    std::thread([&] { run(io); }).join();
     coro.check_finished();
     BOOST_TEST(ran_before == (std::vector<bool>{false, false, false, false, true}),
                boost::test_tools::per_element());
@@ -641,7 +548,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaph
     std::size_t completed = 0;
     std::optional<std::size_t> completed_when_posted_ran;
     std::optional<std::size_t> available_when_posted_ran;
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         asio::post(io, [&] {
             completed_when_posted_ran = completed;
             available_when_posted_ran = sem.available();
@@ -653,7 +560,7 @@ BOOST_FIXTURE_TEST_CASE(use_awaitable_loop_of_free_acquires_still_yields, semaph
         }
         sem.release(completed);
     });
-    run_to_completion(io);
+    run(io);
     coro.check_finished();
     BOOST_TEST_REQUIRE(completed_when_posted_ran.has_value());
     BOOST_TEST(*completed_when_posted_ran <= asio_sync::detail::immediate_acquire_budget);
@@ -667,7 +574,7 @@ template <class Body>
 std::size_t handlers_run_by(Body body)
 {
     asio::io_context io;
-    spawned coro(io, std::move(body));
+    test::spawned coro(io, std::move(body));
     std::size_t handlers = 0;
     std::thread([&] { handlers = io.run_for(limit); }).join();
     BOOST_REQUIRE_MESSAGE(io.stopped(), "the io_context still had work when the time limit expired");
@@ -720,14 +627,14 @@ BOOST_AUTO_TEST_CASE(use_awaitable_waiter_of_another_context_keeps_the_semaphore
     asio::io_context a;
     asio::io_context b;
     asio_sync::semaphore sem(a, 0);
-    spawned coro(b, [&]() -> asio::awaitable<void> { co_await sem.async_acquire(asio::use_awaitable); });
+    test::spawned coro(b, [&]() -> asio::awaitable<void> { co_await sem.async_acquire(asio::use_awaitable); });
     poll(b);
     BOOST_TEST(sem.waiting() == 1u);
     poll(a);
     BOOST_TEST(!a.stopped());
 
     sem.release(1);
-    run_to_completion(b);
+    run(b);
     coro.check_finished();
     poll(a);
     BOOST_TEST(a.stopped());
@@ -793,7 +700,7 @@ BOOST_FIXTURE_TEST_CASE(deferred_does_nothing_until_invoked, semaphore_with<1>)
     std::move(now)(now_handler);
     BOOST_TEST(sem.available() == 0u);
     BOOST_TEST(!now_out->done());
-    run_to_completion(io);
+    run(io);
     check_completed(*now_out, success);
 
     // None free: it is queued only once invoked, then waits for release().
@@ -805,13 +712,13 @@ BOOST_FIXTURE_TEST_CASE(deferred_does_nothing_until_invoked, semaphore_with<1>)
     poll(io);
     BOOST_TEST(!later_out->done());
     sem.release(2);
-    run_to_completion(io);
+    run(io);
     check_completed(*later_out, success);
 
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
     // Composed with a continuation, and awaited from a coroutine.
     int value = 0;
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         auto op =
             sem.async_acquire(asio::deferred([](error_code ec) { return asio::deferred.values(ec, 7); }));
         auto [ec, v] = co_await std::move(op)(asio::as_tuple(asio::use_awaitable));
@@ -822,7 +729,7 @@ BOOST_FIXTURE_TEST_CASE(deferred_does_nothing_until_invoked, semaphore_with<1>)
     BOOST_TEST(sem.waiting() == 1u);
     BOOST_TEST(value == 0);
     sem.release(1);
-    run_to_completion(io);
+    run(io);
     coro.check_finished();
     BOOST_TEST(value == 7);
 #endif
@@ -833,7 +740,7 @@ BOOST_FIXTURE_TEST_CASE(deferred_does_nothing_until_invoked, semaphore_with<1>)
     sem.close();
     auto [closed_out, closed_handler] = test::make_record();
     std::move(after_close)(closed_handler);
-    run_to_completion(io);
+    run(io);
     check_completed(*closed_out, closed);
     BOOST_TEST(sem.available() == 1u);
 }
@@ -847,7 +754,7 @@ BOOST_FIXTURE_TEST_CASE(as_tuple_use_awaitable, semaphore_with<1>)
 {
     std::vector<error_code> results;
 
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         // The third completes with an error: a value here, not an exception.
         for (int i = 0; i < 3; ++i)
         {
@@ -860,7 +767,7 @@ BOOST_FIXTURE_TEST_CASE(as_tuple_use_awaitable, semaphore_with<1>)
     sem.release(1);
     check_progress(io, sem, results, 2);
     sem.close();
-    run_to_completion(io);
+    run(io);
     coro.check_finished();
     check_results(results, {success, success, closed});
 }
@@ -873,7 +780,7 @@ BOOST_FIXTURE_TEST_CASE(as_tuple_callback, semaphore_with<1>)
 
     sem.async_acquire(handler);
     BOOST_TEST(results.empty());
-    run_to_completion(io);
+    run(io);
     BOOST_TEST_REQUIRE(results.size() == 1u);
     BOOST_TEST(results[0] == success);
 
@@ -881,13 +788,13 @@ BOOST_FIXTURE_TEST_CASE(as_tuple_callback, semaphore_with<1>)
     poll(io);
     BOOST_TEST(results.size() == 1u);
     sem.release(1);
-    run_to_completion(io);
+    run(io);
     BOOST_TEST_REQUIRE(results.size() == 2u);
     BOOST_TEST(results[1] == success);
 
     sem.async_acquire(handler);
     sem.cancel();
-    run_to_completion(io);
+    run(io);
     BOOST_TEST_REQUIRE(results.size() == 3u);
     BOOST_TEST(results[2] == aborted);
 }
@@ -901,7 +808,7 @@ BOOST_FIXTURE_TEST_CASE(redirect_error_use_awaitable, semaphore_with<1>)
 {
     std::vector<error_code> results;
 
-    spawned coro(io, [&]() -> asio::awaitable<void> {
+    test::spawned coro(io, [&]() -> asio::awaitable<void> {
         // The third and fourth complete with an error: stored in `ec`, not thrown.
         for (int i = 0; i < 4; ++i)
         {
@@ -917,7 +824,7 @@ BOOST_FIXTURE_TEST_CASE(redirect_error_use_awaitable, semaphore_with<1>)
     BOOST_TEST(sem.cancel() == 1u);
     check_progress(io, sem, results, 3);
     sem.close();
-    run_to_completion(io);
+    run(io);
     coro.check_finished();
     check_results(results, {success, success, aborted, closed});
 }
@@ -938,7 +845,7 @@ BOOST_FIXTURE_TEST_CASE(use_promise, semaphore_with<1>)
         BOOST_TEST(p.completed());
         auto [out, handler] = test::make_record();
         p(handler);
-        run_to_completion(io);
+        run(io);
         check_completed(*out, success);
     }
 
@@ -952,7 +859,7 @@ BOOST_FIXTURE_TEST_CASE(use_promise, semaphore_with<1>)
         BOOST_TEST(!p.completed());
         BOOST_TEST(!out->done());
         sem.release(1);
-        run_to_completion(io);
+        run(io);
         check_completed(*out, success);
         BOOST_TEST(sem.available() == 0u);
     }
@@ -965,7 +872,7 @@ BOOST_FIXTURE_TEST_CASE(use_promise, semaphore_with<1>)
         auto [out, handler] = test::make_record();
         p(handler);
         p.cancel();
-        run_to_completion(io);
+        run(io);
         check_completed(*out, aborted);
         check_counts(sem, 2, 0);
     }
@@ -977,7 +884,7 @@ BOOST_FIXTURE_TEST_CASE(use_promise, semaphore_with<1>)
             auto p = sem.async_acquire(asx::use_promise);
             BOOST_TEST(sem.waiting() == 1u);
         }
-        run_to_completion(io);
+        run(io);
         BOOST_TEST(sem.waiting() == 0u);
         sem.release(1);
         BOOST_TEST(sem.available() == 1u);
@@ -987,7 +894,7 @@ BOOST_FIXTURE_TEST_CASE(use_promise, semaphore_with<1>)
     // Awaited from a coroutine; an error arrives as the error code.
     {
         std::optional<error_code> result;
-        spawned coro(io, [&]() -> asio::awaitable<void> {
+        test::spawned coro(io, [&]() -> asio::awaitable<void> {
             auto p = sem.async_acquire(2, asx::use_promise);
             auto [ec] = co_await p(asio::as_tuple(asio::use_awaitable));
             result = ec;
@@ -995,7 +902,7 @@ BOOST_FIXTURE_TEST_CASE(use_promise, semaphore_with<1>)
         poll(io);
         BOOST_TEST(sem.waiting() == 1u);
         sem.close();
-        run_to_completion(io);
+        run(io);
         coro.check_finished();
         check_result(result, closed);
         BOOST_TEST(sem.available() == 1u);
@@ -1032,7 +939,7 @@ BOOST_AUTO_TEST_CASE(cancellation_slot_aborts_a_waiter_for_each_type)
             BOOST_TEST(!out->done()); // completed through the context, not inside emit()
             poll(io);
             BOOST_TEST_REQUIRE(out->done()); // else the waiter ignored this type and still waits
-            run_to_completion(io);
+            run(io);
             check_completed(*out, aborted);
             check_counts(sem, 0, 0);
 
@@ -1041,7 +948,7 @@ BOOST_AUTO_TEST_CASE(cancellation_slot_aborts_a_waiter_for_each_type)
             BOOST_TEST(sem.available() == 1u);
             // And the slot is free again: emitting once more does nothing.
             signal.emit(type);
-            run_to_completion(io);
+            run(io);
             BOOST_TEST(out->calls == 1);
             BOOST_TEST(sem.available() == 1u);
         }
@@ -1057,11 +964,11 @@ BOOST_FIXTURE_TEST_CASE(cancellation_after_grant_does_nothing, semaphore_with<0>
     BOOST_TEST(sem.waiting() == 1u);
     sem.release(1);
     signal.emit(asio::cancellation_type::terminal);
-    run_to_completion(io);
+    run(io);
     check_completed(*out, success);
     check_counts(sem, 0, 0);                        // the permit is the handler's
     signal.emit(asio::cancellation_type::terminal); // after completion: nothing at all
-    run_to_completion(io);
+    run(io);
     BOOST_TEST(out->calls == 1);
     sem.release(1);
     BOOST_TEST(sem.available() == 1u);
@@ -1070,7 +977,7 @@ BOOST_FIXTURE_TEST_CASE(cancellation_after_grant_does_nothing, semaphore_with<0>
     asio::cancellation_signal signal2;
     auto now = record_cancellable_acquire(sem, signal2);
     signal2.emit(asio::cancellation_type::all);
-    run_to_completion(io);
+    run(io);
     check_completed(*now, success);
     check_counts(sem, 0, 0);
 }
@@ -1086,7 +993,7 @@ BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
         poll(io);
         check_counts(sem, 0, 1);
         signal.emit(asio::cancellation_type::terminal);
-        run_to_completion(io);
+        run(io);
         check_completed(*out, aborted);
         check_counts(sem, 2, 0);
     }
@@ -1103,7 +1010,7 @@ BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
         signal.emit(asio::cancellation_type::partial);
         poll(io);
         BOOST_TEST_REQUIRE(first->done());
-        run_to_completion(io);
+        run(io);
         check_completed(*first, aborted);
         check_completed(*second, success);
         check_counts(sem, 0, 0);
@@ -1124,7 +1031,7 @@ BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
         BOOST_TEST(!second->done());
         check_counts(sem, 0, 1);
         sem.release(1);
-        run_to_completion(io);
+        run(io);
         check_completed(*second, success);
         BOOST_TEST(sem.available() == 0u);
     }
@@ -1147,7 +1054,7 @@ BOOST_AUTO_TEST_CASE(cancellation_of_a_partly_served_waiter_returns_its_permits)
         check_completed(*b, aborted);
         BOOST_TEST(!c->done());
         sem.release(1);
-        run_to_completion(io);
+        run(io);
         check_completed(*c, success);
         BOOST_TEST(sem.available() == 0u);
     }
@@ -1256,7 +1163,7 @@ BOOST_AUTO_TEST_CASE(bind_allocator_allocates_a_waiting_operation_through_it)
         BOOST_TEST(counts.allocations.load() > 0u);
         BOOST_TEST(counts.allocations.load() > counts.deallocations.load());
         sem.release(1);
-        run_to_completion(io);
+        run(io);
         check_completed(*later, success);
         check_all_deallocated(counts);
 
@@ -1266,7 +1173,7 @@ BOOST_AUTO_TEST_CASE(bind_allocator_allocates_a_waiting_operation_through_it)
         sem.async_acquire(asio::bind_allocator(alloc, cancelled_handler));
         BOOST_TEST(counts.allocations.load() > before);
         sem.cancel();
-        run_to_completion(io);
+        run(io);
         check_completed(*cancelled, aborted);
         check_all_deallocated(counts);
 
@@ -1274,7 +1181,7 @@ BOOST_AUTO_TEST_CASE(bind_allocator_allocates_a_waiting_operation_through_it)
         sem.release(1);
         auto [now, now_handler] = test::make_record();
         sem.async_acquire(asio::bind_allocator(alloc, now_handler));
-        run_to_completion(io);
+        run(io);
         check_completed(*now, success);
         check_all_deallocated(counts);
     }
@@ -1308,7 +1215,7 @@ BOOST_FIXTURE_TEST_CASE(awaitable_operators_acquire_wins_over_timer, semaphore_w
     BOOST_TEST(sem.waiting() == 1u);
     BOOST_TEST(!race.winner.has_value());
     sem.release(1);
-    run_to_completion(io); // also proves the timer was cancelled
+    run(io); // also proves the timer was cancelled
     race.check_won_by(0);
     check_counts(sem, 0, 0); // the permit is the coroutine's
 }
@@ -1320,7 +1227,7 @@ BOOST_AUTO_TEST_CASE(awaitable_operators_timer_wins_and_no_permit_is_lost)
         asio::io_context io;
         asio_sync::semaphore sem(io, 0);
         acquire_or_timeout race(io, sem, 1, std::chrono::milliseconds(1));
-        run_to_completion(io);
+        run(io);
         race.check_won_by(1);
         check_counts(sem, 0, 0);
         sem.release(1);
@@ -1332,7 +1239,7 @@ BOOST_AUTO_TEST_CASE(awaitable_operators_timer_wins_and_no_permit_is_lost)
         asio::io_context io;
         asio_sync::semaphore sem(io, 2);
         acquire_or_timeout race(io, sem, 3, std::chrono::milliseconds(1));
-        run_to_completion(io);
+        run(io);
         race.check_won_by(1);
         check_counts(sem, 2, 0);
         BOOST_TEST(sem.try_acquire(2));
@@ -1355,7 +1262,7 @@ BOOST_FIXTURE_TEST_CASE(parallel_group_wait_for_all, semaphore_with<1>)
     BOOST_TEST(group.calls == 0);
     check_counts(sem, 0, 1);
     sem.release(1);
-    run_to_completion(io);
+    run(io);
     group.check(0, success, success);
     BOOST_TEST(group.order[1] == 1u);
     check_counts(sem, 0, 0);
@@ -1370,7 +1277,7 @@ BOOST_AUTO_TEST_CASE(parallel_group_wait_for_one_cancels_the_other)
         group_outcome group;
         asx::make_parallel_group(sem.async_acquire(asio::deferred), sem.async_acquire(asio::deferred))
             .async_wait(asx::wait_for_one(), group.handler());
-        run_to_completion(io);
+        run(io);
         group.check(0, success, aborted);
         check_counts(sem, 0, 0); // held by the winner
         sem.release(1);
@@ -1390,7 +1297,7 @@ BOOST_AUTO_TEST_CASE(parallel_group_wait_for_one_cancels_the_other)
         check_counts(a, 0, 1);
         BOOST_TEST(b.waiting() == 1u);
         b.release(1);
-        run_to_completion(io);
+        run(io);
         group.check(1, aborted, success);
         BOOST_TEST(group.order[1] == 0u);
         check_counts(a, 2, 0);

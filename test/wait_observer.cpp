@@ -15,6 +15,7 @@
 #include <asio_sync/wait_observer.hpp>
 
 #include "support/handler.hpp"
+#include "support/io_steps.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -37,6 +38,7 @@
 namespace asio = boost::asio;
 namespace test = asio_sync::test;
 using asio_sync::wait_outcome;
+using asio_sync::test::poll;
 using boost::system::error_code;
 using steady = std::chrono::steady_clock;
 
@@ -104,12 +106,6 @@ private:
     mutable std::mutex mutex_;
     std::vector<report> reports_;
 };
-
-void poll(asio::io_context& io)
-{
-    io.restart();
-    io.poll();
-}
 
 // One way to wait on each primitive: a wait decided at once, then one that queues behind `block`
 // until `grant`. `release` gives back what a successful wait holds.

@@ -16,8 +16,8 @@
 // Times are CLOCK_MONOTONIC (steady_clock), shared by every thread and process of the machine.
 // Beliefs are logged as intervals and checked after the run; no duration is compared with a
 // threshold. Whether a loss handler runs before the permit is granted elsewhere depends on the
-// scheduler (docs/cluster.md, "Clocks and stalls": a process that is late by more than the safety
-// margin learns late), so only the intervals that valid_for() claims are checked; those that last
+// scheduler (docs/cluster/guarantees.md, "Clocks and stalls": a process that is late by more than
+// the safety margin learns late), so only the intervals that valid_for() claims are checked; those that last
 // until the loss handler ran are reported, for the record.
 //
 // A lease is checked against the server itself: a "guarded write" checks valid_for() as the docs
@@ -1116,7 +1116,7 @@ BOOST_AUTO_TEST_CASE(many_acquires_on_a_thread_pool_with_cancellations_and_a_rac
 // 3. A stuck middlebox that comes back: the first send of an acquire is kept in a proxy, the health
 // check replaces the link, the acquire is replayed on the new link and granted, and the permit is
 // released. Then the proxy delivers the first send, which Redis runs as a new acquire of that id.
-// Documented limit (docs/cluster.md, "Guarantees and their limits"): nobody owns or renews what it
+// Documented limit (docs/cluster/guarantees.md): nobody owns or renews what it
 // creates, so it lapses within one lease, like the acquire of a process that died; the waiters are
 // then served. The same holds for an acquire given up (cancelled, timed out).
 BOOST_AUTO_TEST_CASE(an_acquire_delivered_late_by_a_dead_link_holds_a_permit_for_one_lease_at_most)
@@ -1179,8 +1179,8 @@ BOOST_AUTO_TEST_CASE(an_acquire_delivered_late_by_a_dead_link_holds_a_permit_for
 // =====================================================================================================
 // 4. A waiter process stopped (SIGSTOP) while queued: its grant is published while it is stopped,
 // its holder lease lapses, another client is granted the permit, then the waiter resumes (SIGCONT).
-// Promise (docs/cluster.md, "Clocks and stalls" and the lease rule): a stalled process may act on
-// a grant late, so a write checks valid_for() first; the resumed waiter either queues again under
+// Promise (docs/cluster/guarantees.md, "Clocks and stalls" and the lease rule): a stalled process may
+// act on a grant late, so a write checks valid_for() first; the resumed waiter either queues again under
 // a new id, or completes with a permit whose lease (by the lease rule, no later than the server's)
 // ended before the other client was granted: valid_for() reads 0 from the start and the loss is
 // reported. Which of the two depends on which of its events the resumed process handles first.

@@ -6,7 +6,7 @@
 #define BOOST_TEST_MODULE redis_hostile_routing
 
 // The routing of a cluster connection and the Sentinel replica policy, used as a hostile operator
-// would, on real processes, each test stating the promise of docs/cluster.md it checks and counting
+// would, on real processes, each test stating the promise of docs/cluster/ it checks and counting
 // the outcomes exactly: a cluster node that comes back from a restart as a standalone server runs
 // nothing (a command redirected there fails with cluster_disabled), the redirection limit at 1 fails
 // an acquire, an acquire queued before a Sentinel failover to a promoted replica without
@@ -61,12 +61,13 @@ T outcome_within(std::future<T>& f, std::chrono::milliseconds bound, redis::conn
 
 } // namespace
 
-// docs/cluster.md, "Redis Cluster": "a node that answers that its cluster support is disabled (a
-// standalone server) is never used". A primary of the cluster that the connection already used
-// restarts on its port with cluster support disabled (a configuration mistake, an operator's
-// maintenance restart): the commands the connection then sends for its slots must not run there,
-// nor the semaphore grant there. The connection learnt the map long before, so the reconnected link
-// writes its queued commands as soon as it is set up, before any CLUSTER SLOTS on it.
+// docs/cluster/sentinel-and-cluster.md, "Redis Cluster": "a node that answers that its cluster
+// support is disabled (a standalone server) is never used". A primary of the cluster that the
+// connection already used restarts on its port with cluster support disabled (a configuration
+// mistake, an operator's maintenance restart): the commands the connection then sends for its slots
+// must not run there, nor the semaphore grant there. The connection learnt the map long before, so
+// the reconnected link writes its queued commands as soon as it is set up, before any CLUSTER SLOTS
+// on it.
 BOOST_AUTO_TEST_CASE(a_node_restarted_as_a_standalone_server_runs_nothing)
 {
     redis_cluster cluster;
@@ -100,12 +101,12 @@ BOOST_AUTO_TEST_CASE(a_node_restarted_as_a_standalone_server_runs_nothing)
     conn.close();
 }
 
-// docs/cluster.md, "Redis Cluster": a command "redirected to it (MOVED, ASK) fails with
-// error::cluster_disabled, unsent". As above, but the other primaries keep naming the restarted node
-// as the owner of its slots (their cluster-node-timeout raised: they do not mark it failed and
-// answer CLUSTERDOWN instead): each command of its slots goes to another node, which redirects it
-// there; it must fail at once, before and after the connection learnt that the node is standalone,
-// not wait for a node that is never used.
+// docs/cluster/sentinel-and-cluster.md, "Redis Cluster": a command "redirected to it (MOVED, ASK)
+// fails with error::cluster_disabled, unsent". As above, but the other primaries keep naming the
+// restarted node as the owner of its slots (their cluster-node-timeout raised: they do not mark it
+// failed and answer CLUSTERDOWN instead): each command of its slots goes to another node, which
+// redirects it there; it must fail at once, before and after the connection learnt that the node is
+// standalone, not wait for a node that is never used.
 BOOST_AUTO_TEST_CASE(a_command_redirected_to_a_node_restarted_as_a_standalone_server_fails)
 {
     redis_cluster cluster;
@@ -136,7 +137,7 @@ BOOST_AUTO_TEST_CASE(a_command_redirected_to_a_node_restarted_as_a_standalone_se
     conn.close();
 }
 
-// docs/cluster.md, "Errors": too_many_redirections, "in a Redis Cluster, a call met more MOVED or
+// docs/cluster/errors.md: too_many_redirections, "in a Redis Cluster, a call met more MOVED or
 // ASK answers than connection_options::max_redirections (nodes whose maps disagree); it did not
 // run". An acquire of a semaphore whose slot two nodes send back and forth, with the limit at 1,
 // with and without durable grants (the WAIT goes with the call, and fails with it), bounded by a
@@ -175,12 +176,13 @@ BOOST_AUTO_TEST_CASE(an_acquire_sent_back_and_forth_fails_at_a_limit_of_one)
     }
 }
 
-// docs/cluster.md, "A partitioned primary": under Sentinel without durable grants, "a server where
-// either value is 0 ... fails every acquire with error::replica_policy, until a reconnect finds it
-// set", and the setting belongs on every server, "any of them may be promoted". Here it is on the
-// primary only: the replicas have min-replicas-to-write 0. An acquire queued on the guarded primary
-// before it fails over, and one made after, reach the unguarded replica promoted in its place: both
-// must fail with replica_policy (a grant there is not bounded by the partition formula).
+// docs/cluster/guarantees.md, "A partitioned primary": under Sentinel without durable grants, "a
+// server where either value is 0 ... fails every acquire with error::replica_policy, until a
+// reconnect finds it set", and the setting belongs on every server, "any of them may be promoted".
+// Here it is on the primary only: the replicas have min-replicas-to-write 0. An acquire queued on
+// the guarded primary before it fails over, and one made after, reach the unguarded replica
+// promoted in its place: both must fail with replica_policy (a grant there is not bounded by the
+// partition formula).
 BOOST_AUTO_TEST_CASE(an_acquire_queued_before_a_failover_to_an_unguarded_replica_is_refused)
 {
     asio_sync::test::redis_sentinel_set set(2, 3, 1); // min-replicas-to-write 1, max lag 1 s
@@ -220,7 +222,7 @@ BOOST_AUTO_TEST_CASE(an_acquire_queued_before_a_failover_to_an_unguarded_replica
     waiter_conn.close();
 }
 
-// docs/cluster.md, "Errors": no_replicas, "async_release: the primary refused it (NOREPLICAS) ...
+// docs/cluster/errors.md: no_replicas, "async_release: the primary refused it (NOREPLICAS) ...
 // the permit's lease lapses on the server". A release refused so fails once with no_replicas; the
 // permit is not renewed any more, and the server keeps counting it until its lease lapses: a try
 // meanwhile finds no permit free, and an acquire is granted once the lease has lapsed.
@@ -250,10 +252,10 @@ BOOST_AUTO_TEST_CASE(a_release_refused_with_noreplicas_leaves_the_lease_to_lapse
     conn.close();
 }
 
-// docs/cluster.md, "Redis Cluster": a seed that is a standalone server "is never used ... Its
-// commands go to another node given". Seed lists that mix a standalone server with one real node,
-// in both orders: a command and a semaphore's acquire and release run on the cluster, nothing on
-// the standalone server.
+// docs/cluster/sentinel-and-cluster.md, "Redis Cluster": a seed that is a standalone server "is
+// never used ... Its commands go to another node given". Seed lists that mix a standalone server
+// with one real node, in both orders: a command and a semaphore's acquire and release run on the
+// cluster, nothing on the standalone server.
 BOOST_AUTO_TEST_CASE(a_standalone_seed_beside_a_real_node_is_never_used)
 {
     redis_cluster cluster;

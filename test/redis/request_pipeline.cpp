@@ -35,6 +35,7 @@ BOOST_AUTO_TEST_SUITE(redis_request_pipeline)
 namespace {
 
 namespace redis = asio_sync::redis;
+using asio_sync::test::bytes;
 using boost::system::error_code;
 using redis::detail::command_op_base;
 using redis::detail::command_op_ptr;
@@ -89,11 +90,6 @@ redis::reply status(std::string text)
 redis::reply error_reply(std::string text)
 {
     return asio_sync::test::text_reply(redis::reply_kind::error, std::move(text));
-}
-
-std::string bytes(std::initializer_list<std::string_view> args)
-{
-    return std::string(formatted_command::format(args).bytes());
 }
 
 struct fixture

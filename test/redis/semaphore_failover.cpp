@@ -15,7 +15,8 @@
 // loss), on one CLOCK_MONOTONIC timeline. A resize racing the failover is in force on the new
 // primary once acknowledged, and a shrink there settles. Without replicas, a durable acquire or
 // resize is never acknowledged. Without durable grants, a holder cut off with the old primary and a
-// stale sentinel overlaps the next holder by no more than the bound docs/cluster.md states.
+// stale sentinel overlaps the next holder by no more than the bound that docs/cluster/guarantees.md
+// states.
 
 #include <asio_sync/redis/semaphore.hpp>
 
@@ -224,9 +225,10 @@ BOOST_AUTO_TEST_CASE(a_resize_racing_a_failover_with_durable_grants)
 }
 
 // Without durable grants the fleet goes on, fences grow, every acquire completes once; the grants
-// the primary acknowledged while the replicas were behind are lost with it (docs/cluster.md,
-// "Failover"). Whether a holder is told depends on when its release was sent: one replayed after
-// the kill hears `lost` as a success, so the count of holders told is reported, not checked.
+// the primary acknowledged while the replicas were behind are lost with it
+// (docs/cluster/guarantees.md, "Failover"). Whether a holder is told depends on when its release
+// was sent: one replayed after the kill hears `lost` as a success, so the count of holders told is
+// reported, not checked.
 BOOST_AUTO_TEST_CASE(replicas_behind_a_killed_primary_without_durable_grants)
 {
     const std::size_t lost = run_failover(fault::kill, 0, true);
@@ -299,11 +301,11 @@ BOOST_AUTO_TEST_CASE(a_resize_lost_in_a_failover_gives_the_older_capacity_back)
 
 // The primary, the first holder's process and the one sentinel it asks are cut off from the
 // replicas and the two other sentinels (tcp proxies on every link, redis_sentinel_partition.hpp).
-// The two promote a replica, and a second process, which asks them, is granted the only permit;
-// the stale sentinel keeps naming the old primary, which still answers as a primary. The old
-// primary refuses the first holder's renewals once no replica has acknowledged it for
-// min-replicas-max-lag (NOREPLICAS), so the first holder is told of its loss by its own deadline:
-// the two holders overlap by at most the bound of docs/cluster.md ("A partitioned primary"), measured on
+// The two promote a replica, and a second process, which asks them, is granted the only permit; the
+// stale sentinel keeps naming the old primary, which still answers as a primary. The old primary
+// refuses the first holder's renewals once no replica has acknowledged it for min-replicas-max-lag
+// (NOREPLICAS), so the first holder is told of its loss by its own deadline: the two holders
+// overlap by at most the bound of docs/cluster/guarantees.md ("A partitioned primary"), measured on
 // one steady clock. Before the fix the first holder's renewals were accepted for the whole
 // partition, and it was never told. An acquire on the cut-off side meanwhile waits (NOREPLICAS is
 // sent again) and times out; it failed with server_error before.
@@ -313,7 +315,8 @@ BOOST_AUTO_TEST_CASE(a_holder_cut_off_with_the_primary_and_a_stale_sentinel_is_t
     constexpr unsigned max_lag = 1; // min-replicas-max-lag, in seconds
     constexpr std::chrono::milliseconds lease = 3000ms;
     const std::chrono::milliseconds margin = redis::semaphore_options::default_safety_margin(lease);
-    // docs/cluster.md: lease - safety margin + min-replicas-max-lag + 2 s - down-after-milliseconds.
+    // docs/cluster/guarantees.md: lease - safety margin + min-replicas-max-lag + 2 s
+    // - down-after-milliseconds.
     const std::chrono::milliseconds bound = lease - margin + std::chrono::seconds(max_lag) + 2s - down_after;
     redis::semaphore_options options;
     options.lease_duration = lease;

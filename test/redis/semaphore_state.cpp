@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(the_queue_deleted_while_held_is_lost_state_and_the_holder_h
 // Neither AOF nor RDB: a restart forgets every grant, and the library too. The holder hears that
 // its state was lost at its next renewal; the next grant's fence is still above its own. (Nothing
 // in Redis can tell that leases were live: the restart is not kept from granting at once, see
-// "Lost state" in docs/cluster.md.)
+// "Lost state" in docs/cluster/how-it-works.md.)
 BOOST_AUTO_TEST_CASE(fences_keep_growing_across_a_restart_without_persistence)
 {
     redis_server server; // neither AOF nor RDB

@@ -23,9 +23,9 @@ namespace {
 
 namespace redis = asio_sync::redis;
 using asio_sync::test::array_reply;
+using asio_sync::test::bytes;
 using asio_sync::test::integer_reply;
 using asio_sync::test::text_reply;
-using redis::detail::formatted_command;
 using redis::detail::sentinel_query;
 using result = sentinel_query::result;
 
@@ -47,11 +47,6 @@ redis::reply string(std::string text)
 redis::reply address(std::string host, std::string port)
 {
     return array_reply({string(host), string(port)});
-}
-
-std::string bytes(std::initializer_list<std::string_view> args)
-{
-    return std::string(formatted_command::format(args).bytes());
 }
 
 } // namespace

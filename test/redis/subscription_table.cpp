@@ -24,15 +24,10 @@ BOOST_AUTO_TEST_SUITE(redis_subscription_table)
 namespace {
 
 namespace redis = asio_sync::redis;
-using redis::detail::formatted_command;
+using asio_sync::test::bytes;
 using redis::detail::subscription_table;
 using need = subscription_table::need;
 using push = subscription_table::push;
-
-std::string bytes(std::initializer_list<std::string_view> args)
-{
-    return std::string(formatted_command::format(args).bytes());
-}
 
 constexpr auto text = asio_sync::test::text_reply;
 

@@ -72,6 +72,14 @@ inline std::pair<std::shared_ptr<outcome>, record> make_record()
     return {out, record(out)};
 }
 
+// Checks that a recorded handler was invoked exactly once, with `expected`.
+inline void check_completed(const outcome& out, const boost::system::error_code& expected)
+{
+    BOOST_TEST(out.calls == 1);
+    BOOST_TEST_REQUIRE(out.ec.has_value());
+    BOOST_TEST(*out.ec == expected);
+}
+
 } // namespace asio_sync::test
 
 #endif // ASIO_SYNC_TEST_SUPPORT_HANDLER_HPP

@@ -7,12 +7,16 @@
 #define ASIO_SYNC_TEST_SUPPORT_REDIS_REPLIES_HPP
 
 // Replies made by hand, as the reader would make them from the server's bytes, for the tests of
-// what consumes them without a server.
+// what consumes them without a server; and the bytes of a command, for the tests of what writes
+// them.
 
+#include <asio_sync/redis/detail/command.hpp>
 #include <asio_sync/redis/reply.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,6 +44,12 @@ inline redis::reply array_reply(std::vector<redis::reply> elements)
     r.kind = redis::reply_kind::array;
     r.elements = std::move(elements);
     return r;
+}
+
+// The command `args` as the connection writes it to the server.
+inline std::string bytes(std::initializer_list<std::string_view> args)
+{
+    return std::string(redis::detail::formatted_command::format(args).bytes());
 }
 
 } // namespace asio_sync::test

@@ -2,7 +2,9 @@
 
 -- Fenced writes (asio_sync::redis::async_fenced_set): a Redis 7 function library, separate from
 -- the semaphore's so that either can change without the other. scripts/generate-semaphore-library
--- writes it into fence_library.hpp. FUNCTION LOAD REPLACE makes loading it idempotent.
+-- writes it into fence_library.hpp, with its error prefix (the block of facts below), and copies
+-- into it the helpers it shares with the semaphore's library (lua_helpers.lua). FUNCTION LOAD
+-- REPLACE makes loading it idempotent.
 --
 --   asio_sync_v1_fenced_set(keys: value, fence; args: fence, value, ttl_ms)
 --       written <fence> | stale <largest>
@@ -20,14 +22,24 @@
 --                              holds no fence
 --   WRONGTYPE ...              Redis' own error: a key holds another type than a string
 
-local LIMIT = 9007199254740992 -- 2^53: Lua's doubles hold every integer below it
+-- BEGIN shared facts: written by scripts/generate-semaphore-library from its table; do not edit
+local ERROR = {
+    argument = 'ASIO_SYNC_ARGUMENT',
+}
+-- END shared facts
 
--- A decimal integer below 2^53, at least `least`, or nil (as the semaphore's library reads them:
--- libraries cannot share code).
+-- BEGIN shared helpers: written by scripts/generate-semaphore-library from lua_helpers.lua; do not edit
+-- The decimal digits of an integer, for text: Lua's own conversion drops digits beyond 14 (those
+-- passed to redis.call are converted exactly by Redis).
+local function decimal(x)
+    return string.format('%d', x)
+end
+
+-- A decimal integer that Lua's doubles hold exactly (below 2^53), at least `least`, or nil.
 local function integer(arg, least)
     if #arg <= 16 and string.find(arg, '^%d+$') then
         local value = tonumber(arg)
-        if value >= least and value < LIMIT then
+        if value >= least and value < 9007199254740992 then
             return value
         end
     end
@@ -35,8 +47,9 @@ local function integer(arg, least)
 end
 
 local function argument_error(what)
-    return redis.error_reply('ASIO_SYNC_ARGUMENT ' .. what)
+    return redis.error_reply(ERROR.argument .. ' ' .. what)
 end
+-- END shared helpers
 
 local function fenced_set(keys, args)
     if #keys ~= 2 then
@@ -67,10 +80,10 @@ local function fenced_set(keys, args)
     end
     if ttl > 0 then
         redis.call('SET', keys[1], args[2], 'PX', ttl)
-        redis.call('SET', keys[2], string.format('%d', fence), 'PX', ttl)
+        redis.call('SET', keys[2], decimal(fence), 'PX', ttl)
     else
         redis.call('SET', keys[1], args[2])
-        redis.call('SET', keys[2], string.format('%d', fence))
+        redis.call('SET', keys[2], decimal(fence))
     end
     return {'written', fence}
 end

@@ -2,7 +2,8 @@
 
 -- The server side of the fleet-wide semaphore (asio_sync::redis::basic_semaphore): a Redis 7
 -- function library. scripts/generate-semaphore-library writes it into semaphore_library.hpp, with
--- the facts both sides share (the block below). FUNCTION LOAD REPLACE makes loading it idempotent;
+-- the facts both sides share (the block below), and copies into it the helpers it shares with the
+-- fenced writes' library (lua_helpers.lua). FUNCTION LOAD REPLACE makes loading it idempotent;
 -- functions persist across restarts and replicate.
 --
 -- State of a semaphore named S (every key carries the hash tag {S}, so one cluster slot holds all):
@@ -158,6 +159,7 @@ local NEVER_RESIZED = '-' -- the capacity key of a semaphore never resized
 local VERSION = '4' -- meta's field `version`: the keys of this state are kept as this version keeps them
 local CHUNK = 1000 -- elements passed to one command at most (Lua's unpack has a limit)
 
+-- BEGIN shared helpers: written by scripts/generate-semaphore-library from lua_helpers.lua; do not edit
 -- The decimal digits of an integer, for text: Lua's own conversion drops digits beyond 14 (those
 -- passed to redis.call are converted exactly by Redis).
 local function decimal(x)
@@ -178,6 +180,7 @@ end
 local function argument_error(what)
     return redis.error_reply(ERROR.argument .. ' ' .. what)
 end
+-- END shared helpers
 
 -- Registers a function that first checks the counts of keys and arguments and refuses an empty
 -- argument.
