@@ -294,12 +294,14 @@ BOOST_AUTO_TEST_CASE(a_live_migration_of_a_busy_semaphore, *boost::unit_test::la
     BOOST_TEST(to.command({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) != "0");
 }
 
-BOOST_AUTO_TEST_CASE(a_migration_held_open_serves_an_idle_and_a_busy_semaphore)
+BOOST_AUTO_TEST_CASE(a_migration_held_open_serves_an_idle_and_a_busy_semaphore,
+                     *boost::unit_test::label("long"))
 {
     through_a_migration_held_open(0);
 }
 
-BOOST_AUTO_TEST_CASE(a_migration_held_open_serves_an_idle_and_a_busy_durable_semaphore)
+BOOST_AUTO_TEST_CASE(a_migration_held_open_serves_an_idle_and_a_busy_durable_semaphore,
+                     *boost::unit_test::label("long"))
 {
     through_a_migration_held_open(1);
 }
@@ -352,7 +354,7 @@ BOOST_AUTO_TEST_CASE(a_migration_serves_a_semaphore_that_lost_a_key_while_idle,
 // The primary of a busy durable semaphore is killed; the cluster promotes one of its two replicas
 // (the other then replicates it, so grants can still be confirmed), and the fleet follows it
 // without losing an acknowledged grant.
-BOOST_AUTO_TEST_CASE(a_primary_failover_inside_the_cluster)
+BOOST_AUTO_TEST_CASE(a_primary_failover_inside_the_cluster, *boost::unit_test::label("long"))
 {
     redis_cluster cluster(2);
     const int slot = slot_of_semaphore("jobs");

@@ -886,6 +886,7 @@ bool beyond_the_server(redis_server& primary, const std::string& name, const red
 // Every acquire completes exactly once; at no instant do more than `capacity` holders believe they
 // hold a permit; fences are unique; and no permit that claims validity claims it beyond its lease
 // on the primary that decides: the first before the failover, the promoted replica after it.
+BOOST_TEST_DECORATOR(*boost::unit_test::label("long"))
 BOOST_DATA_TEST_CASE(a_durable_fleet_on_a_thread_pool_across_a_failover,
                      boost::unit_test::data::make({false, true}), kill_primary)
 {

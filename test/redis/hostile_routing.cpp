@@ -183,7 +183,8 @@ BOOST_AUTO_TEST_CASE(an_acquire_sent_back_and_forth_fails_at_a_limit_of_one)
 // the guarded primary before it fails over, and one made after, reach the unguarded replica
 // promoted in its place: both must fail with replica_policy (a grant there is not bounded by the
 // partition formula).
-BOOST_AUTO_TEST_CASE(an_acquire_queued_before_a_failover_to_an_unguarded_replica_is_refused)
+BOOST_AUTO_TEST_CASE(an_acquire_queued_before_a_failover_to_an_unguarded_replica_is_refused,
+                     *boost::unit_test::label("long"))
 {
     asio_sync::test::redis_sentinel_set set(2, 3, 1); // min-replicas-to-write 1, max lag 1 s
     const std::uint16_t old_port = set.primary_port();

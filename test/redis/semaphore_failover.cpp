@@ -55,7 +55,8 @@
 #include <utility>
 #include <vector>
 
-BOOST_AUTO_TEST_SUITE(redis_semaphore_failover)
+// Every case is a failover: all of them run in the full tier.
+BOOST_AUTO_TEST_SUITE(redis_semaphore_failover, *boost::unit_test::label("long"))
 
 namespace {
 

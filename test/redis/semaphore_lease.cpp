@@ -142,7 +142,8 @@ BOOST_AUTO_TEST_CASE(a_replayed_acquire_ends_its_lease_when_the_server_does)
 // Twenty rounds, each on a fresh semaphore: each time, the holder's loss comes strictly before the
 // other's grant. Before the fix, the holder learnt its loss at a heartbeat tick once a whole lease
 // had passed since its last renewal, which raced the other's grant.
-BOOST_AUTO_TEST_CASE(a_holder_cut_off_learns_its_loss_before_anyone_is_granted_its_permit)
+BOOST_AUTO_TEST_CASE(a_holder_cut_off_learns_its_loss_before_anyone_is_granted_its_permit,
+                     *boost::unit_test::label("long"))
 {
     constexpr std::chrono::milliseconds lease = 1000ms;
     constexpr int rounds = 20;

@@ -100,7 +100,7 @@ BOOST_FIXTURE_TEST_CASE(a_sentinel_that_is_down_is_skipped, fixture)
 // The primary is killed while commands flow. Each completes exactly once: before the kill, or
 // with connection_lost (written to the dead link, it may have run), or on the new primary once
 // the sentinels have promoted a replica. Commands issued after the failover run there.
-BOOST_FIXTURE_TEST_CASE(the_connection_follows_a_failover, fixture)
+BOOST_FIXTURE_TEST_CASE(the_connection_follows_a_failover, fixture, *boost::unit_test::label("long"))
 {
     BOOST_TEST(!run({"SET", "before", "1"}).ec);
     const std::uint16_t old_port = set.primary_port();
@@ -180,7 +180,8 @@ BOOST_FIXTURE_TEST_CASE(a_link_is_not_set_up_on_a_server_that_is_not_a_primary, 
 // check. The connection listens to a sentinel's +switch-master, so the promotion moves it all the
 // same: the command written to the hung primary completes (with connection_lost, or its reply if
 // it was not yet written), and the next one runs on the new primary.
-BOOST_AUTO_TEST_CASE(a_hung_primary_is_left_when_a_sentinel_announces_the_switch)
+BOOST_AUTO_TEST_CASE(a_hung_primary_is_left_when_a_sentinel_announces_the_switch,
+                     *boost::unit_test::label("long"))
 {
     redis_sentinel_set set;
     asio::io_context io;
