@@ -13,6 +13,7 @@
 #include <asio_sync/redis/detail/command_op.hpp>
 #include <asio_sync/redis/detail/event_callback.hpp>
 #include <asio_sync/redis/detail/link_fsm.hpp>
+#include <asio_sync/redis/detail/link_setup.hpp>
 #include <asio_sync/redis/detail/reply_reader.hpp>
 #include <asio_sync/redis/detail/request_pipeline.hpp>
 #include <asio_sync/redis/detail/sentinel_resolver.hpp>
@@ -74,40 +75,20 @@ public:
     // Throws if the options name a unix socket path that is too long, or both sentinels and
     // cluster nodes, or allow no redirection.
     connection_impl(const boost::asio::any_io_executor& ex, const connection_options& options)
-        : strand_(ex), options_(checked(options)), router_(options_), resolver_(options_), slots_timer_(strand_),
+        : strand_(ex), options_(checked(options)), setup_(options_), router_(options_), resolver_(options_),
+          slots_timer_(strand_),
           retry_timer_(strand_), subscriber_link_(link_kind::subscriber, strand_, options, random_seed()),
           watch_link_(link_kind::watch, strand_, options, random_seed())
     {
         add_nodes();
-        if (router_.cluster())
-        {
-            // Every session of a node's command link proves first that the node is a cluster node:
-            // one restarted as a standalone server on the same port must run nothing.
-            cluster_check_ = {format({"CLUSTER", "MYID"}), false, false, false, true};
-            options_.unix_socket.clear();
-            options_.database = 0;
-        }
-        if (!options_.unix_socket.empty())
+        // A unix socket reaches the one server only: not the nodes of a cluster, nor a primary
+        // that the sentinels name (its path is checked all the same).
+        if (!options_.unix_socket.empty() && !router_.cluster())
             unix_endpoint_.emplace(boost::asio::local::stream_protocol::endpoint(options_.unix_socket));
-        if (!options_.user.empty() || !options_.password.empty())
-        {
-            credentials_ = {options_.user.empty() ? format({"AUTH", options_.password})
-                                                  : format({"AUTH", options_.user, options_.password}),
-                            false, true};
-        }
-        if (options_.database != 0)
-            select_ = format({"SELECT", std::to_string(options_.database)});
         if (!options_.sentinels.empty())
         {
             unix_endpoint_.reset();
-            primary_check_ = {format({"ROLE"}), false, false, true};
             nodes_.front()->requests.requeue_read_only(true);
-            if (!options_.sentinel_user.empty() || !options_.sentinel_password.empty())
-                sentinel_credentials_ = {
-                    options_.sentinel_user.empty()
-                        ? format({"AUTH", options_.sentinel_password})
-                        : format({"AUTH", options_.sentinel_user, options_.sentinel_password}),
-                    false, true};
         }
     }
 
@@ -253,13 +234,6 @@ private:
     using socket_type = boost::asio::generic::stream_protocol::socket;
     using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
     using action = link_fsm::action;
-
-    enum class link_kind
-    {
-        command,
-        subscriber,
-        watch, // with Sentinel: subscribed to a sentinel's +switch-master
-    };
 
     // One connection attempt of a link and, once connected, its socket and its streams. Replaced
     // as a whole on every reconnect, so a handler of an older session recognises that it is
@@ -532,10 +506,7 @@ private:
         }
     }
 
-    // The session is connected: reads start, and the set-up commands go out first. The
-    // subscriber link needs only the credentials; the command link also SELECT and the commands
-    // registered with add_setup_command (in a cluster, after the cluster check: only once it
-    // passed).
+    // The session is connected: reads start, and the set-up commands go out first.
     void set_up(link& l)
     {
         const std::shared_ptr<session> s = l.current;
@@ -546,29 +517,8 @@ private:
             s->socket.set_option(boost::asio::socket_base::keep_alive(true), ignored);
         }
         read(l, s);
-        std::vector<setup_command> setup;
-        if (l.kind == link_kind::watch)
-        {
-            if (!sentinel_credentials_.bytes.empty())
-                setup.push_back(sentinel_credentials_);
-        }
-        else
-        {
-            if (!credentials_.bytes.empty())
-                setup.push_back(credentials_);
-            if (!primary_check_.bytes.empty())
-                setup.push_back(primary_check_);
-        }
-        if (l.kind == link_kind::command)
-        {
-            if (!cluster_check_.bytes.empty())
-                setup.push_back(cluster_check_);
-            if (!select_.empty())
-                setup.push_back({select_, false, false});
-            setup.insert(setup.end(), setup_commands_.begin(), setup_commands_.end());
-        }
         request_pipeline& requests = requests_of(l);
-        const std::string bytes = requests.start_session(setup);
+        const std::string bytes = requests.start_session(setup_.commands(l.kind));
         if (!requests.setting_up())
             return perform(l, l.fsm.on_set_up(true));
         write(l, bytes);
@@ -630,10 +580,8 @@ private:
 
     void add_setup(std::string command, bool best_effort)
     {
-        if (closed_ || std::any_of(setup_commands_.begin(), setup_commands_.end(),
-                                   [&](const setup_command& c) { return c.bytes == command; }))
+        if (closed_ || !setup_.add(std::move(command), best_effort))
             return;
-        setup_commands_.push_back({std::move(command), best_effort, false});
         for (const std::unique_ptr<node>& n : nodes_)
         {
             link& l = n->command;
@@ -641,7 +589,7 @@ private:
             if (state != link_fsm::state::setting_up && state != link_fsm::state::ready)
                 continue;
             l.fsm.on_setup_added();
-            write(l, n->requests.add_setup(setup_commands_.back()));
+            write(l, n->requests.add_setup(setup_.last()));
         }
     }
 
@@ -874,7 +822,7 @@ private:
             // Sentinel, a server that is not (or no longer) the primary only sends the link back
             // to the sentinels, and the commands wait; in a cluster, a node without cluster
             // support is never used again, and its commands go to another node.
-            if (!primary_check_.bytes.empty() && requests.setup_error() == error::read_only)
+            if (!options_.sentinels.empty() && requests.setup_error() == error::read_only)
                 resolver_.on_not_primary();
             else if (l.home && requests.setup_error() == error::cluster_disabled)
                 return drop_standalone(*l.home, reply(requests.setup_reply()));
@@ -947,12 +895,7 @@ private:
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     connection_options options_;
     std::optional<endpoint_type> unix_endpoint_;
-    setup_command credentials_;          // empty: no AUTH
-    setup_command primary_check_;        // ROLE, with Sentinel; empty otherwise
-    setup_command cluster_check_;        // CLUSTER MYID, in a cluster; empty otherwise
-    std::string select_;                 // empty: database 0
-    setup_command sentinel_credentials_; // empty: no AUTH to the sentinels
-    std::vector<setup_command> setup_commands_;
+    link_setup setup_;                         // what each session runs first
     cluster_router router_;                    // where the commands go
     sentinel_resolver resolver_;               // with Sentinel, where the primary is
     std::vector<std::unique_ptr<node>> nodes_; // the router's nodes, in its order
