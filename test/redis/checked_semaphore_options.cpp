@@ -58,7 +58,8 @@ BOOST_AUTO_TEST_CASE(the_lease_and_the_margin_are_checked_once)
             const redis::semaphore_options options{r.lease, r.margin, false, 0};
             if (!r.valid)
             {
-                BOOST_CHECK_THROW(checked_semaphore_options(options, min_lease, max_lease), std::invalid_argument);
+                BOOST_CHECK_THROW(checked_semaphore_options(options, min_lease, max_lease),
+                                  std::invalid_argument);
                 continue;
             }
             const checked_semaphore_options checked(options, min_lease, max_lease);
@@ -74,8 +75,8 @@ BOOST_AUTO_TEST_CASE(the_other_options_pass_whole)
     BOOST_TEST(!plain.adopt_capacity());
     BOOST_TEST(!plain.durable());
     BOOST_TEST(plain.durable_replicas() == 0u);
-    const checked_semaphore_options durable(redis::semaphore_options{ms(10000), std::nullopt, true, 3}, min_lease,
-                                            max_lease);
+    const checked_semaphore_options durable(redis::semaphore_options{ms(10000), std::nullopt, true, 3},
+                                            min_lease, max_lease);
     BOOST_TEST(durable.adopt_capacity());
     BOOST_TEST(durable.durable());
     BOOST_TEST(durable.durable_replicas() == 3u);

@@ -43,7 +43,7 @@ constexpr std::size_t none = cluster_router::none;
 // The links and the queues, as a row states them.
 struct view
 {
-    std::vector<state> links = {}; // absent: idle
+    std::vector<state> links = {};                         // absent: idle
     std::set<std::pair<std::size_t, int>> busy_slots = {}; // (node, slot)
     std::set<int> delayed_slots = {};
 
@@ -68,8 +68,8 @@ redis::reply string(std::string text)
 
 redis::reply range(std::int64_t first, std::int64_t last, std::string host, std::int64_t port)
 {
-    return array_reply({integer_reply(first), integer_reply(last), array_reply({string(std::move(host)),
-                                                                                 integer_reply(port)})});
+    return array_reply({integer_reply(first), integer_reply(last),
+                        array_reply({string(std::move(host)), integer_reply(port)})});
 }
 
 // The map of the rows: slots 0-8191 on the first seed, 8192-16383 on the second.
@@ -108,17 +108,53 @@ BOOST_AUTO_TEST_CASE(a_command_goes_to_the_node_of_its_slot_in_order)
         {"one server: every command to it", false, false, {}, {}, 9000, none, kind::send, 0},
         {"the owner of the slot", true, true, {}, {}, 100, none, kind::send, 0},
         {"the owner of another slot", true, true, {}, {}, 9000, none, kind::send, 1},
-        {"keyless: a node whose link is up", true, true, {}, {{state::waiting, state::ready}}, -1, none, kind::send, 1},
-        {"unknown slot: a node that is trying", true, false, {}, {{state::idle, state::connecting}}, 9000, none,
-         kind::send, 1},
+        {"keyless: a node whose link is up",
+         true,
+         true,
+         {},
+         {{state::waiting, state::ready}},
+         -1,
+         none,
+         kind::send,
+         1},
+        {"unknown slot: a node that is trying",
+         true,
+         false,
+         {},
+         {{state::idle, state::connecting}},
+         9000,
+         none,
+         kind::send,
+         1},
         {"unknown slot, nothing started: the first", true, false, {}, {}, 9000, none, kind::send, 0},
-        {"a standalone owner: another node", true, true, {1}, {{state::ready, state::ready}}, 9000, none, kind::send,
+        {"a standalone owner: another node",
+         true,
+         true,
+         {1},
+         {{state::ready, state::ready}},
+         9000,
+         none,
+         kind::send,
          0},
         {"redirected to a standalone server: fails", true, true, {1}, {}, 100, 1, kind::fail, 0},
         {"only standalone servers: fails", true, true, {0, 1}, {}, 100, none, kind::fail, 0},
-        {"its slot awaits a reply on another node: waits", true, true, {}, {{}, {{1, 100}}, {}}, 100, none,
-         kind::delay, 0},
-        {"its slot queued on its own node: goes behind", true, true, {}, {{}, {{0, 100}}, {}}, 100, none, kind::send,
+        {"its slot awaits a reply on another node: waits",
+         true,
+         true,
+         {},
+         {{}, {{1, 100}}, {}},
+         100,
+         none,
+         kind::delay,
+         0},
+        {"its slot queued on its own node: goes behind",
+         true,
+         true,
+         {},
+         {{}, {{0, 100}}, {}},
+         100,
+         none,
+         kind::send,
          0},
         {"another slot busy elsewhere: goes", true, true, {}, {{}, {{1, 101}}, {}}, 100, none, kind::send, 0},
         {"redirected: goes where it is sent", true, true, {}, {{}, {{0, 100}}, {}}, 100, 1, kind::send, 1},
@@ -158,12 +194,12 @@ BOOST_AUTO_TEST_CASE(a_redirection_names_the_next_step)
     const row rows[] = {
         {"MOVED: the new owner, for good", redirection(redirect::kind::moved, 9000, "10.0.0.3", 7000), false,
          "10.0.0.3", false, true, 2},
-        {"MOVED to a known node", redirection(redirect::kind::moved, 9000, "10.0.0.1", 7000), false, "10.0.0.1",
-         false, true, 0},
-        {"MOVED without a host: the host that answered", redirection(redirect::kind::moved, 9000, "", 7001), false,
-         "10.0.0.2", false, true, 2},
-        {"ASK: this command only, after ASKING", redirection(redirect::kind::ask, 9000, "10.0.0.3", 7000), false,
-         "10.0.0.3", true, false, 1},
+        {"MOVED to a known node", redirection(redirect::kind::moved, 9000, "10.0.0.1", 7000), false,
+         "10.0.0.1", false, true, 0},
+        {"MOVED without a host: the host that answered", redirection(redirect::kind::moved, 9000, "", 7001),
+         false, "10.0.0.2", false, true, 2},
+        {"ASK: this command only, after ASKING", redirection(redirect::kind::ask, 9000, "10.0.0.3", 7000),
+         false, "10.0.0.3", true, false, 1},
         {"TRYAGAIN or CLUSTERDOWN: later", redirection(redirect::kind::retry), true, "", false, false, 1},
     };
     for (const row& r : rows)
@@ -197,7 +233,11 @@ BOOST_AUTO_TEST_CASE(cluster_slots_answers_the_map)
         bool may_write;
     };
     const row rows[] = {
-        {"two halves", halves(), cluster_router::map_answer::learnt, {{0, 0}, {8191, 0}, {8192, 1}, {16383, 1}}, 2,
+        {"two halves",
+         halves(),
+         cluster_router::map_answer::learnt,
+         {{0, 0}, {8191, 0}, {8192, 1}, {16383, 1}},
+         2,
          true},
         {"a new node, and a slot nobody serves",
          array_reply({range(0, 99, "10.0.0.9", 7000), range(200, 16383, "10.0.0.2", 7000)}),
@@ -220,12 +260,14 @@ BOOST_AUTO_TEST_CASE(cluster_slots_answers_the_map)
          {{0, none}, {10, none}, {30, 0}, {40, 0}},
          2,
          true},
-        {"an error: no map, the redirections lead", text_reply(redis::reply_kind::error, "NOPERM no CLUSTER"),
+        {"an error: no map, the redirections lead",
+         text_reply(redis::reply_kind::error, "NOPERM no CLUSTER"),
          cluster_router::map_answer::no_map,
          {{0, none}},
          2,
          true},
-        {"a standalone server", text_reply(redis::reply_kind::error, "ERR This instance has cluster support disabled"),
+        {"a standalone server",
+         text_reply(redis::reply_kind::error, "ERR This instance has cluster support disabled"),
          cluster_router::map_answer::standalone,
          {{0, none}},
          2,
@@ -239,7 +281,10 @@ BOOST_AUTO_TEST_CASE(cluster_slots_answers_the_map)
             BOOST_TEST(!router.may_write());
             BOOST_TEST((router.on_slots(1, r.answer) == r.expected));
             for (const auto& [slot, node] : r.owners)
-                BOOST_TEST_CONTEXT("slot " << slot) { BOOST_TEST(router.owner(slot) == node); }
+                BOOST_TEST_CONTEXT("slot " << slot)
+                {
+                    BOOST_TEST(router.owner(slot) == node);
+                }
             BOOST_TEST(router.node_count() == r.nodes);
             BOOST_TEST(router.may_write() == r.may_write);
         }

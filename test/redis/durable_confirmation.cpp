@@ -43,8 +43,9 @@ semaphore_reply answer(outcome what, boost::system::error_code ec = {})
 
 BOOST_AUTO_TEST_CASE(an_answer_that_stores_state_stands_only_when_confirmed)
 {
-    const redis::reply refused = text_reply(redis::reply_kind::error, "NOPERM this user has no permissions to run "
-                                                                      "the 'wait' command");
+    const redis::reply refused =
+        text_reply(redis::reply_kind::error, "NOPERM this user has no permissions to run "
+                                             "the 'wait' command");
     struct row
     {
         const char* name;
@@ -56,23 +57,78 @@ BOOST_AUTO_TEST_CASE(an_answer_that_stores_state_stands_only_when_confirmed)
         bool stored;
     };
     const row rows[] = {
-        {"granted, 2 of 2 replicas", answer(outcome::granted), {}, integer_reply(2), outcome::granted, {}, false},
-        {"granted, 3 of 2 replicas", answer(outcome::granted), {}, integer_reply(3), outcome::granted, {}, false},
-        {"granted, 1 of 2: unknown", answer(outcome::granted), {}, integer_reply(1), outcome::connection_lost, {},
+        {"granted, 2 of 2 replicas",
+         answer(outcome::granted),
+         {},
+         integer_reply(2),
+         outcome::granted,
+         {},
          false},
-        {"queued, 1 of 2: unknown", answer(outcome::queued), {}, integer_reply(1), outcome::connection_lost, {}, false},
-        {"resized, 0 of 2: unknown", answer(outcome::resized), {}, integer_reply(0), outcome::connection_lost, {},
+        {"granted, 3 of 2 replicas",
+         answer(outcome::granted),
+         {},
+         integer_reply(3),
+         outcome::granted,
+         {},
          false},
-        {"granted, WAIT lost with the link: unknown", answer(outcome::granted), redis::error::connection_lost, {},
-         outcome::connection_lost, {}, false},
-        {"granted, WAIT refused by an ACL: failed, stored", answer(outcome::granted), redis::error::server_error,
-         refused, outcome::failed, redis::error::no_permission, true},
-        {"busy stores nothing: stands", answer(outcome::busy), {}, integer_reply(0), outcome::busy, {}, false},
-        {"lost stores nothing: stands", answer(outcome::lost), {}, integer_reply(0), outcome::lost, {}, false},
-        {"a failure stands", answer(outcome::failed, redis::error::server_error), {}, integer_reply(0),
-         outcome::failed, redis::error::server_error, false},
-        {"connection_lost stands", answer(outcome::connection_lost), redis::error::connection_lost, {},
-         outcome::connection_lost, {}, false},
+        {"granted, 1 of 2: unknown",
+         answer(outcome::granted),
+         {},
+         integer_reply(1),
+         outcome::connection_lost,
+         {},
+         false},
+        {"queued, 1 of 2: unknown",
+         answer(outcome::queued),
+         {},
+         integer_reply(1),
+         outcome::connection_lost,
+         {},
+         false},
+        {"resized, 0 of 2: unknown",
+         answer(outcome::resized),
+         {},
+         integer_reply(0),
+         outcome::connection_lost,
+         {},
+         false},
+        {"granted, WAIT lost with the link: unknown",
+         answer(outcome::granted),
+         redis::error::connection_lost,
+         {},
+         outcome::connection_lost,
+         {},
+         false},
+        {"granted, WAIT refused by an ACL: failed, stored", answer(outcome::granted),
+         redis::error::server_error, refused, outcome::failed, redis::error::no_permission, true},
+        {"busy stores nothing: stands",
+         answer(outcome::busy),
+         {},
+         integer_reply(0),
+         outcome::busy,
+         {},
+         false},
+        {"lost stores nothing: stands",
+         answer(outcome::lost),
+         {},
+         integer_reply(0),
+         outcome::lost,
+         {},
+         false},
+        {"a failure stands",
+         answer(outcome::failed, redis::error::server_error),
+         {},
+         integer_reply(0),
+         outcome::failed,
+         redis::error::server_error,
+         false},
+        {"connection_lost stands",
+         answer(outcome::connection_lost),
+         redis::error::connection_lost,
+         {},
+         outcome::connection_lost,
+         {},
+         false},
     };
     for (const row& r : rows)
     {
@@ -102,15 +158,15 @@ BOOST_AUTO_TEST_CASE(wait_takes_a_tenth_of_the_lease_and_at_most_half_the_health
         ms lease, health, expected;
     };
     const row rows[] = {
-        {ms(10000), ms(0), ms(1000)},   // no health check
-        {ms(10000), ms(5000), ms(1000)},
-        {ms(10000), ms(1000), ms(500)}, // the link must not look dead
-        {ms(5), ms(0), ms(1)},          // at least 1 ms: 0 would wait for ever
+        {ms(10000), ms(0), ms(1000)},                                    // no health check
+        {ms(10000), ms(5000), ms(1000)}, {ms(10000), ms(1000), ms(500)}, // the link must not look dead
+        {ms(5), ms(0), ms(1)}, // at least 1 ms: 0 would wait for ever
         {ms(10000), ms(1), ms(1)},
     };
     for (const row& r : rows)
         BOOST_TEST(durable_confirmation::wait_timeout(r.lease, r.health).count() == r.expected.count());
-    BOOST_TEST((durable_confirmation::wait_command(2, ms(250)) == std::vector<std::string>{"WAIT", "2", "250"}));
+    BOOST_TEST(
+        (durable_confirmation::wait_command(2, ms(250)) == std::vector<std::string>{"WAIT", "2", "250"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

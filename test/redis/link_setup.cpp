@@ -64,7 +64,8 @@ BOOST_AUTO_TEST_CASE(each_link_runs_its_setup_from_the_options)
     const row rows[] = {
         {"defaults: nothing", {}, {}, {}, {}},
         {"a password", with([](auto& o) { o.password = "pw"; }), {auth}, {auth}, {}},
-        {"a user and a password", with([](auto& o) {
+        {"a user and a password",
+         with([](auto& o) {
              o.user = "app";
              o.password = "pw";
          }),
@@ -72,7 +73,8 @@ BOOST_AUTO_TEST_CASE(each_link_runs_its_setup_from_the_options)
          {auth_user},
          {}},
         {"a database", with([](auto& o) { o.database = 3; }), {select}, {}, {}},
-        {"a cluster: no SELECT", with([](auto& o) {
+        {"a cluster: no SELECT",
+         with([](auto& o) {
              o.cluster_nodes = {{"10.0.0.1", 7000}};
              o.database = 3;
              o.password = "pw";
@@ -80,7 +82,8 @@ BOOST_AUTO_TEST_CASE(each_link_runs_its_setup_from_the_options)
          {auth, myid},
          {auth},
          {}},
-        {"Sentinel", with([](auto& o) {
+        {"Sentinel",
+         with([](auto& o) {
              o.sentinels = {{"10.0.0.1", 26379}};
              o.password = "pw";
              o.sentinel_password = "spw";
@@ -96,7 +99,8 @@ BOOST_AUTO_TEST_CASE(each_link_runs_its_setup_from_the_options)
         {
             const link_setup setup(r.options);
             BOOST_TEST(commands(setup, link_kind::command) == r.command, boost::test_tools::per_element());
-            BOOST_TEST(commands(setup, link_kind::subscriber) == r.subscriber, boost::test_tools::per_element());
+            BOOST_TEST(commands(setup, link_kind::subscriber) == r.subscriber,
+                       boost::test_tools::per_element());
             BOOST_TEST(commands(setup, link_kind::watch) == r.watch, boost::test_tools::per_element());
         }
     }

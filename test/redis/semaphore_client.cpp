@@ -49,10 +49,12 @@ constexpr std::chrono::milliseconds lease = 3000ms;
 constexpr std::chrono::milliseconds margin = 100ms;
 
 // The client's options: `capacity`, ids "<prefix>:<n>", the lease and margin above.
-client_options options_of(std::size_t capacity, std::string prefix, bool adopt = false, unsigned durable_replicas = 0)
+client_options options_of(std::size_t capacity, std::string prefix, bool adopt = false,
+                          unsigned durable_replicas = 0)
 {
     return {capacity,
-            asio_sync::redis::detail::checked_semaphore_options({lease, margin, adopt, durable_replicas}, lease, lease),
+            asio_sync::redis::detail::checked_semaphore_options({lease, margin, adopt, durable_replicas},
+                                                                lease, lease),
             std::move(prefix)};
 }
 

@@ -60,8 +60,8 @@ struct scripted_link final : semaphore_link
     void execute_confirmed(formatted_command command, reply_handler handler, formatted_command wait,
                            reply_handler wait_handler) override
     {
-        calls.push_back(
-            {std::string(command.bytes()), std::move(handler), std::string(wait.bytes()), std::move(wait_handler)});
+        calls.push_back({std::string(command.bytes()), std::move(handler), std::string(wait.bytes()),
+                         std::move(wait_handler)});
     }
 
     void add_setup_command(formatted_command command) override { setup.emplace_back(command.bytes()); }
@@ -97,8 +97,8 @@ struct scripted_link final : semaphore_link
 
 redis::reply granted(std::int64_t fence, std::int64_t n)
 {
-    return array_reply({text_reply(redis::reply_kind::string, "granted"), integer_reply(fence), integer_reply(n),
-                        integer_reply(3000)});
+    return array_reply({text_reply(redis::reply_kind::string, "granted"), integer_reply(fence),
+                        integer_reply(n), integer_reply(3000)});
 }
 
 redis::reply released(std::int64_t n)
@@ -200,7 +200,7 @@ BOOST_AUTO_TEST_CASE(a_durable_grant_counts_once_its_wait_confirms_it)
     BOOST_TEST_REQUIRE(f.link->calls.size() == 3u);
     BOOST_TEST(f.link->function(2) == "acquire");
     BOOST_TEST(f.link->calls[2].bytes == f.link->calls[1].bytes); // the same id
-    f.link->calls[2].wait_handler({}, integer_reply(2)); // WAIT's reply first, then the call's
+    f.link->calls[2].wait_handler({}, integer_reply(2));          // WAIT's reply first, then the call's
     f.run();
     BOOST_TEST(!f.result.has_value());
     f.link->calls[2].handler({}, granted(9, 1));

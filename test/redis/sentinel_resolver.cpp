@@ -95,14 +95,24 @@ BOOST_AUTO_TEST_CASE(an_attempt_asks_the_sentinels_in_turn)
     };
     const row rows[] = {
         {"the first answers", 0, {answer::address}, {0}, kind::connect, {}},
-        {"the next after one that does not know", 0, {answer::unknown, answer::address}, {0, 1}, kind::connect, {}},
+        {"the next after one that does not know",
+         0,
+         {answer::unknown, answer::address},
+         {0, 1},
+         kind::connect,
+         {}},
         {"past one unreachable and one that talks nonsense",
          0,
          {answer::unreachable, answer::garbage, answer::address},
          {0, 1, 2},
          kind::connect,
          {}},
-        {"from the one that announced a switch", 2, {answer::unknown, answer::address}, {2, 0}, kind::connect, {}},
+        {"from the one that announced a switch",
+         2,
+         {answer::unknown, answer::address},
+         {2, 0},
+         kind::connect,
+         {}},
         {"all refuse: auth_failed",
          1,
          {answer::refused, answer::refused, answer::refused},
@@ -184,7 +194,8 @@ BOOST_AUTO_TEST_CASE(the_next_attempt_starts_from_the_sentinel_to_trust)
             sentinel_resolver resolver(options());
             sentinel_resolver::attempt a;
             std::vector<std::size_t> asked;
-            BOOST_TEST_REQUIRE((run(resolver, a, {answer::unknown, answer::address}, asked).what == kind::connect));
+            BOOST_TEST_REQUIRE(
+                (run(resolver, a, {answer::unknown, answer::address}, asked).what == kind::connect));
             for (const event e : r.events)
             {
                 switch (e)
@@ -244,7 +255,8 @@ BOOST_AUTO_TEST_CASE(the_watch_link_goes_round_from_the_last_that_answered)
 BOOST_AUTO_TEST_CASE(each_sentinel_gets_an_equal_share_of_the_attempt)
 {
     const sentinel_resolver resolver(options());
-    BOOST_TEST(resolver.ask_timeout(std::chrono::milliseconds(400)).count() == 100); // 3 sentinels + the primary
+    BOOST_TEST(resolver.ask_timeout(std::chrono::milliseconds(400)).count() ==
+               100); // 3 sentinels + the primary
 }
 
 BOOST_AUTO_TEST_CASE(a_switch_sends_back_the_links_that_are_not_on_the_new_primary)
@@ -254,7 +266,8 @@ BOOST_AUTO_TEST_CASE(a_switch_sends_back_the_links_that_are_not_on_the_new_prima
     BOOST_TEST(!sentinel_resolver::elsewhere(a, {"10.0.0.9", 6379}));
     BOOST_TEST(sentinel_resolver::elsewhere(a, {"10.0.0.9", 6380}));
     BOOST_TEST(sentinel_resolver::elsewhere(a, {"10.0.0.8", 6379}));
-    BOOST_TEST(sentinel_resolver::elsewhere(sentinel_resolver::attempt(), {"10.0.0.9", 6379})); // still looking
+    BOOST_TEST(
+        sentinel_resolver::elsewhere(sentinel_resolver::attempt(), {"10.0.0.9", 6379})); // still looking
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -244,7 +244,8 @@ public:
         for (const reply& range : r.elements)
         {
             if (range.kind != reply_kind::array || range.elements.size() < 3 ||
-                range.elements[0].kind != reply_kind::integer || range.elements[1].kind != reply_kind::integer ||
+                range.elements[0].kind != reply_kind::integer ||
+                range.elements[1].kind != reply_kind::integer ||
                 range.elements[2].kind != reply_kind::array || range.elements[2].elements.size() < 2 ||
                 range.elements[2].elements[0].kind != reply_kind::string ||
                 range.elements[2].elements[1].kind != reply_kind::integer)
@@ -256,8 +257,9 @@ public:
                 port > 65535)
                 continue;
             const std::string& host = range.elements[2].elements[0].text;
-            const std::size_t owner = node_at(host.empty() || host == "?" ? std::string(nodes_[from].host) : host,
-                                              static_cast<std::uint16_t>(port));
+            const std::size_t owner =
+                node_at(host.empty() || host == "?" ? std::string(nodes_[from].host) : host,
+                        static_cast<std::uint16_t>(port));
             std::fill(slots.begin() + first, slots.begin() + last + 1, owner);
         }
         slots_ = std::move(slots);
@@ -341,15 +343,15 @@ private:
         return {map_action::kind::ask, node};
     }
 
-    std::vector<node_entry> nodes_; // the one server; or the cluster nodes known
+    std::vector<node_entry> nodes_;  // the one server; or the cluster nodes known
     std::vector<std::size_t> slots_; // in a cluster, the node of each slot (none: unknown)
     std::size_t standalone_nodes_ = 0;
     std::size_t subscriber_attempts_ = 0;
-    std::size_t asking_ = none;  // the node whose link awaits the map's reply
-    bool wanted_ = false;        // the map must be asked (again)
-    bool map_known_ = false;     // the map was answered once: commands may be written
-    bool timer_armed_ = false;   // a wait for the map was returned, and has not expired
-    slot_map_refresh refresh_;   // when it may be asked again
+    std::size_t asking_ = none; // the node whose link awaits the map's reply
+    bool wanted_ = false;       // the map must be asked (again)
+    bool map_known_ = false;    // the map was answered once: commands may be written
+    bool timer_armed_ = false;  // a wait for the map was returned, and has not expired
+    slot_map_refresh refresh_;  // when it may be asked again
 };
 
 } // namespace asio_sync::redis::detail

@@ -12,88 +12,53 @@
 #include <asio_sync/redis/detail/command.hpp>
 #include <asio_sync/redis/detail/command_op.hpp>
 #include <asio_sync/redis/detail/event_callback.hpp>
-#include <asio_sync/redis/detail/link_fsm.hpp>
-#include <asio_sync/redis/detail/link_setup.hpp>
-#include <asio_sync/redis/detail/reply_reader.hpp>
+#include <asio_sync/redis/detail/link_driver.hpp>
 #include <asio_sync/redis/detail/request_pipeline.hpp>
-#include <asio_sync/redis/detail/sentinel_resolver.hpp>
 #include <asio_sync/redis/detail/subscription_table.hpp>
 #include <asio_sync/redis/error.hpp>
 #include <asio_sync/redis/reply.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/buffer.hpp>
 #include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/generic/stream_protocol.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
-#include <boost/throw_exception.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <initializer_list>
 #include <map>
 #include <memory>
-#include <optional>
-#include <random>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace asio_sync::redis::detail {
 
 // The engine of a connection, shared by the connection object and by every handler of its own I/O,
-// so that those may outlive the connection object. It runs two links to the server: the command
-// link (pipelined commands, replies matched in order) and the subscriber link (pub/sub), each with
-// its own socket, each living its own connect / set up / run / back off sequence (link_fsm). With
-// Sentinel a third link, the watch link, stays subscribed to one sentinel's `+switch-master` and
-// sends the other two to the new primary when it hears of a failover. With Redis Cluster, there is
-// one command link per primary (a node), and the commands go to the node of their slot, as the
-// map learnt with CLUSTER SLOTS and the nodes' redirections say. What travels on the links, and
-// where, is decided without I/O: a command link's requests by its request_pipeline, the subscriber
-// link's by the subscription_table, the node of each command by the cluster_router, the sentinel
-// asked by the sentinel_resolver. This class owns the sockets, the timers and the strand, and moves
-// bytes and events between them. All its state lives on the strand; the public functions may be
-// called from any thread and post their work there.
-class connection_impl : public std::enable_shared_from_this<connection_impl>
+// so that those may outlive the connection object. Its links (link_driver) reach the server: one
+// command link per node (pipelined commands, replies matched in order: the one server, or each
+// primary of a Redis Cluster), and the subscriber link (pub/sub). What travels on them, and where,
+// is decided without I/O, and this class carries it out: a command link's requests by its
+// request_pipeline, the subscriber link's by the subscription_table, the node of each command by
+// the cluster_router (the slot map learnt with CLUSTER SLOTS and the nodes' redirections). All
+// its state lives on the strand; the public functions may be called from any thread and post
+// their work there.
+class connection_impl final : public link_driver
 {
 public:
     // Throws if the options name a unix socket path that is too long, or both sentinels and
     // cluster nodes, or allow no redirection.
     connection_impl(const boost::asio::any_io_executor& ex, const connection_options& options)
-        : strand_(ex), options_(checked(options)), setup_(options_), router_(options_), resolver_(options_),
-          slots_timer_(strand_),
-          retry_timer_(strand_), subscriber_link_(link_kind::subscriber, strand_, options, random_seed()),
-          watch_link_(link_kind::watch, strand_, options, random_seed())
+        : link_driver(ex, options), router_(options_), slots_timer_(strand_), retry_timer_(strand_)
     {
         add_nodes();
-        // A unix socket reaches the one server only: not the nodes of a cluster, nor a primary
-        // that the sentinels name (its path is checked all the same).
-        if (!options_.unix_socket.empty() && !router_.cluster())
-            unix_endpoint_.emplace(boost::asio::local::stream_protocol::endpoint(options_.unix_socket));
         if (!options_.sentinels.empty())
-        {
-            unix_endpoint_.reset();
             nodes_.front()->requests.requeue_read_only(true);
-        }
     }
-
-    connection_impl(const connection_impl&) = delete;
-    connection_impl& operator=(const connection_impl&) = delete;
 
     // Opens the command link (in a cluster, that of the first node, which is asked for the map).
     void start()
@@ -231,58 +196,12 @@ public:
     }
 
 private:
-    using socket_type = boost::asio::generic::stream_protocol::socket;
-    using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
-    using action = link_fsm::action;
-
-    // One connection attempt of a link and, once connected, its socket and its streams. Replaced
-    // as a whole on every reconnect, so a handler of an older session recognises that it is
-    // stale, and nothing it holds (its buffers, its reader's state) leaks into the next one.
-    struct session
-    {
-        explicit session(const boost::asio::any_io_executor& ex)
-            : socket(ex), resolver(ex), connect_timer(ex), sentinel_timer(ex), health_timer(ex)
-        {
-        }
-
-        socket_type socket;
-        boost::asio::ip::tcp::resolver resolver;
-        boost::asio::steady_timer connect_timer;
-        boost::asio::steady_timer sentinel_timer; // bounds the question to one sentinel
-        boost::asio::steady_timer health_timer;
-        reply_reader reader;
-        std::vector<char> input = std::vector<char>(16 * 1024);
-        std::string output;  // bytes waiting to be written
-        std::string writing; // bytes of the write in progress
-        bool write_in_progress = false;
-        bool established = false;          // set up once: the connect listeners have run
-        sentinel_resolver::attempt primary; // with Sentinel: how the sentinels were asked
-        std::size_t watched = 0;            // the watch link: the sentinel it listens to
-    };
-
-    struct node;
-
-    struct link
-    {
-        link(link_kind k, const boost::asio::any_io_executor& ex, const connection_options& options,
-             unsigned seed, node* n = nullptr)
-            : kind(k), fsm(options, seed), retry_timer(ex), home(n)
-        {
-        }
-
-        link_kind kind;
-        link_fsm fsm;
-        std::shared_ptr<session> current;
-        boost::asio::steady_timer retry_timer;
-        node* home; // a command link's node
-    };
-
     // A server that the command links reach: the one server, or a cluster node.
     struct node
     {
         node(const boost::asio::any_io_executor& ex, const connection_options& options, unsigned seed,
              std::size_t i)
-            : index(i), command(link_kind::command, ex, options, seed, this)
+            : index(i), command(link_kind::command, ex, options, seed, i)
         {
         }
 
@@ -303,280 +222,53 @@ private:
         bool delayed(int slot) const noexcept { return self.delayed_.holds_slot(slot); }
     };
 
-    static unsigned random_seed() { return std::random_device()(); }
-
-    static const connection_options& checked(const connection_options& options)
+    std::shared_ptr<connection_impl> shared_self() noexcept
     {
-        if (!options.sentinels.empty() && !options.cluster_nodes.empty())
-            boost::throw_exception(std::invalid_argument(
-                "asio_sync::redis: connection_options name both sentinels and cluster nodes"));
-        if (options.max_redirections == 0)
-            boost::throw_exception(
-                std::invalid_argument("asio_sync::redis: connection_options::max_redirections is 0"));
-        return options;
+        return std::static_pointer_cast<connection_impl>(shared_from_this());
     }
 
     template <class Function>
     void run(Function&& f)
     {
         boost::asio::post(strand_,
-                          [self = shared_from_this(), f = std::forward<Function>(f)]() mutable { f(*self); });
+                          [self = shared_self(), f = std::forward<Function>(f)]() mutable { f(*self); });
     }
 
-    static std::string format(std::initializer_list<std::string_view> args)
+    // ---- what the links ask of their owner
+
+    request_pipeline& command_requests(link& l) noexcept override { return nodes_[l.node]->requests; }
+
+    server_address address_of(link& l) override
     {
-        return std::string(formatted_command::format(args).bytes());
+        const std::size_t to = l.kind == link_kind::command ? l.node : router_.next_subscriber_node();
+        return {router_.host(to), router_.port(to)};
     }
 
-    // A handler of the session `s` of `l`: acts only while `s` is the link's current session.
-    template <class Function>
-    auto on_session(link& l, const std::shared_ptr<session>& s, Function f)
+    // The command link writes what waits (after its connect listeners, on a new session), the
+    // subscriber link subscribes every channel.
+    void link_up(link& l) override
     {
-        return [self = shared_from_this(), &l, s, f = std::move(f)](auto&&... args) {
-            if (l.current == s)
-                f(*self, std::forward<decltype(args)>(args)...);
-        };
+        if (l.kind == link_kind::subscriber)
+            return write(l, subscriptions_.on_link_up());
+        if (!std::exchange(l.current->established, true))
+            for (const auto& listener : connect_listeners_)
+                listener.second();
+        flush(*nodes_[l.node]);
+        map(router_.on_link_up(l.node, slot_map_refresh::clock::now()));
     }
 
-    // ---- the sequence of a link: carries out what its link_fsm asks for
-
-    void perform(link& l, action a)
+    void link_down(link& l) override
     {
-        switch (a)
-        {
-        case action::none:
-            return;
-        case action::connect:
-            return connect(l);
-        case action::set_up:
-            return set_up(l);
-        case action::run:
-            return run_link(l);
-        case action::check_health:
-            write(l, l.home ? l.home->requests.health_check() : std::string(request_pipeline::ping_bytes));
-            return arm_health_check(l);
-        case action::reconnect:
-            teardown(l, error::connection_lost);
-            if (l.home) // in a cluster, the node may have failed over: the map is learnt again
-                want_slots();
-            l.retry_timer.expires_after(l.fsm.delay());
-            l.retry_timer.async_wait([self = shared_from_this(), &l](boost::system::error_code ec) {
-                if (!ec)
-                    self->perform(l, l.fsm.on_reconnect_timer());
-            });
-            return;
-        case action::stop:
-            l.retry_timer.cancel();
-            if (l.current)
-                teardown(l, boost::asio::error::operation_aborted);
-            return;
-        }
-    }
-
-    void connect(link& l)
-    {
-        auto s = std::make_shared<session>(strand_);
-        l.current = s;
-        s->connect_timer.expires_after(l.fsm.timeout());
-        s->connect_timer.async_wait(
-            on_session(l, s, [&l](connection_impl& self, boost::system::error_code ec) {
-                if (!ec)
-                    self.perform(l, l.fsm.on_failure());
-            }));
-        const auto connected =
-            on_session(l, s, [&l](connection_impl& self, boost::system::error_code ec, auto&&...) {
-                self.perform(l, l.fsm.on_connected(!ec));
-            });
-        if (unix_endpoint_)
-            return s->socket.async_connect(*unix_endpoint_, connected);
-        if (l.kind == link_kind::watch)
-        {
-            s->watched = resolver_.next_watched();
-            const connection_options::sentinel_address& at = options_.sentinels[s->watched];
-            return connect_to(l, s, at.host, at.port, connected);
-        }
-        if (!options_.sentinels.empty())
-        {
-            if (!watch_link_.fsm.started())
-                perform(watch_link_, watch_link_.fsm.start());
-            return sentinel_step(l, s, resolver_.begin(s->primary));
-        }
-        const std::size_t to = l.home ? l.home->index : router_.next_subscriber_node();
-        connect_to(l, s, router_.host(to), router_.port(to), connected);
-    }
-
-    // Resolves host:port and connects the session's socket to one of its addresses; `connected`
-    // hears how it went.
-    template <class Handler>
-    void connect_to(link& l, const std::shared_ptr<session>& s, const std::string& host, std::uint16_t port,
-                    Handler connected)
-    {
-        s->resolver.async_resolve(
-            host, std::to_string(port),
-            on_session(l, s,
-                       [s, connected](connection_impl&, boost::system::error_code resolved,
-                                      const boost::asio::ip::tcp::resolver::results_type& results) {
-                           if (resolved)
-                               return connected(resolved);
-                           std::vector<endpoint_type> endpoints;
-                           for (const auto& entry : results)
-                               endpoints.emplace_back(entry.endpoint());
-                           boost::asio::async_connect(
-                               s->socket, endpoints,
-                               [connected](boost::system::error_code ec, const auto&) { connected(ec); });
-                       }));
-    }
-
-    // With Sentinel: carries out a step of the attempt to find the primary (see
-    // sentinel_resolver), on the session's socket, closed after each sentinel.
-    void sentinel_step(link& l, const std::shared_ptr<session>& s, const sentinel_resolver::step& step)
-    {
-        using kind = sentinel_resolver::step::kind;
-        sentinel_resolver::attempt& a = s->primary;
-        if (step.what == kind::pending)
-            return sentinel_reply(l, s);
-        if (step.what == kind::fail)
-        {
-            if (l.home && step.error)
-                l.home->requests.fail_queued(step.error, a.refusal);
-            return perform(l, l.fsm.on_connected(false));
-        }
-        boost::system::error_code ignored;
-        s->socket.close(ignored);
-        s->reader = reply_reader();
-        if (step.what == kind::connect)
-            return connect_to(l, s, a.primary.host, a.primary.port,
-                              on_session(l, s, [&l](connection_impl& self, boost::system::error_code ec) {
-                                  self.perform(l, l.fsm.on_connected(!ec));
-                              }));
-        s->sentinel_timer.expires_after(resolver_.ask_timeout(l.fsm.timeout()));
-        s->sentinel_timer.async_wait(
-            on_session(l, s, [s, tried = a.tried](connection_impl&, boost::system::error_code ec) {
-                if (ec || !sentinel_resolver::asking(s->primary, tried))
-                    return;
-                // The step in progress completes with operation_aborted and moves on.
-                boost::system::error_code closed;
-                s->resolver.cancel();
-                s->socket.close(closed);
-            }));
-        const auto failed = [&l, s](connection_impl& self) {
-            self.sentinel_step(l, s, self.resolver_.on_failure(s->primary));
-        };
-        const connection_options::sentinel_address& at = options_.sentinels[step.sentinel];
-        connect_to(l, s, at.host, at.port,
-                   on_session(l, s, [&l, s, failed](connection_impl& self, boost::system::error_code ec) {
-                       if (ec)
-                           return failed(self);
-                       boost::asio::async_write(
-                           s->socket, boost::asio::buffer(s->primary.query->request()),
-                           self.on_session(l, s,
-                                           [&l, s, failed](connection_impl& me, boost::system::error_code written,
-                                                           std::size_t) {
-                                               if (written)
-                                                   return failed(me);
-                                               me.read_sentinel(l, s);
-                                           }));
-                   }));
-    }
-
-    // Reads the replies of the sentinel being asked.
-    void read_sentinel(link& l, const std::shared_ptr<session>& s)
-    {
-        s->socket.async_read_some(
-            boost::asio::buffer(s->input),
-            on_session(l, s, [&l, s](connection_impl& self, boost::system::error_code ec, std::size_t n) {
-                if (ec || !s->reader.feed(s->input.data(), n))
-                    return self.sentinel_step(l, s, self.resolver_.on_failure(s->primary));
-                self.sentinel_reply(l, s);
-            }));
-    }
-
-    // Carries out what the sentinel's next reply means, once it is read.
-    void sentinel_reply(link& l, const std::shared_ptr<session>& s)
-    {
-        reply r;
-        switch (s->reader.next(r))
-        {
-        case reply_reader::result::incomplete:
-            return read_sentinel(l, s);
-        case reply_reader::result::error:
-            return sentinel_step(l, s, resolver_.on_failure(s->primary));
-        case reply_reader::result::reply:
-            return sentinel_step(l, s, resolver_.on_reply(s->primary, r));
-        }
-    }
-
-    // The session is connected: reads start, and the set-up commands go out first.
-    void set_up(link& l)
-    {
-        const std::shared_ptr<session> s = l.current;
-        if (!unix_endpoint_)
-        {
-            boost::system::error_code ignored;
-            s->socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-            s->socket.set_option(boost::asio::socket_base::keep_alive(true), ignored);
-        }
-        read(l, s);
-        request_pipeline& requests = requests_of(l);
-        const std::string bytes = requests.start_session(setup_.commands(l.kind));
-        if (!requests.setting_up())
-            return perform(l, l.fsm.on_set_up(true));
-        write(l, bytes);
-    }
-
-    // The link is up: the command link writes what waits (after its connect listeners, on a new
-    // session), the subscriber link subscribes every channel; the health check starts.
-    void run_link(link& l)
-    {
-        session& s = *l.current;
-        s.primary.ran = true;
-        s.connect_timer.cancel();
-        if (l.home)
-        {
-            if (!std::exchange(s.established, true))
-                for (const auto& listener : connect_listeners_)
-                    listener.second();
-            flush(*l.home);
-            map(router_.on_link_up(l.home->index, slot_map_refresh::clock::now()));
-        }
-        else if (l.kind == link_kind::subscriber)
-            write(l, subscriptions_.on_link_up());
-        else
-            write(l, format({"SUBSCRIBE", switch_master_channel}));
-        arm_health_check(l);
-    }
-
-    void arm_health_check(link& l)
-    {
-        if (l.fsm.health_interval() == link_fsm::duration::zero())
-            return;
-        const std::shared_ptr<session> s = l.current;
-        s->health_timer.expires_after(l.fsm.health_interval());
-        s->health_timer.async_wait(
-            on_session(l, s, [&l](connection_impl& self, boost::system::error_code ec) {
-                if (!ec)
-                    self.perform(l, l.fsm.on_health_timer());
-            }));
-    }
-
-    // Closes the session of `l`; the commands awaiting its replies complete with `ec`.
-    void teardown(link& l, boost::system::error_code ec)
-    {
-        const std::shared_ptr<session> s = std::move(l.current);
-        if (!options_.sentinels.empty())
-            resolver_.on_end(s->primary);
-        boost::system::error_code ignored;
-        s->socket.close(ignored);
-        s->resolver.cancel();
-        s->connect_timer.cancel();
-        s->sentinel_timer.cancel();
-        s->health_timer.cancel();
-        requests_of(l).end_session(ec);
         if (l.kind == link_kind::subscriber)
             subscriptions_.on_link_down();
-        if (l.home)
-            router_.on_link_down(l.home->index);
+        else
+            router_.on_link_down(l.node);
     }
+
+    // In a cluster, the node may have failed over: the map is learnt again.
+    void reconnecting(link&) override { want_slots(); }
+
+    link& primary_link() noexcept override { return nodes_.front()->command; }
 
     void add_setup(std::string command, bool best_effort)
     {
@@ -591,22 +283,6 @@ private:
             l.fsm.on_setup_added();
             write(l, n->requests.add_setup(setup_.last()));
         }
-    }
-
-    request_pipeline& requests_of(link& l) noexcept
-    {
-        return l.home ? l.home->requests : l.kind == link_kind::subscriber ? subscriber_setup_ : watch_setup_;
-    }
-
-    // A sentinel announced that the primary moved to `to`: the links that are not there (set up
-    // on the old primary, or still looking for one) start again from the sentinel that said so;
-    // the commands written on them complete with connection_lost, the queued ones wait.
-    void follow_switch(const primary_address& to, std::size_t sentinel)
-    {
-        resolver_.on_switch(sentinel);
-        for (link* l : {&nodes_.front()->command, &subscriber_link_})
-            if (l->current && sentinel_resolver::elsewhere(l->current->primary, to))
-                perform(*l, l->fsm.on_failure());
     }
 
     // ---- routing the commands to the nodes: carries out what the router decides
@@ -624,7 +300,8 @@ private:
     // Queues `op` on its node (or on `to`, after ASKING if `asking`), and starts the node's link.
     void route(command_op_ptr op, std::size_t to = cluster_router::none, bool asking = false)
     {
-        const cluster_router::route_action a = router_.route(op.get()->command().slot(), to, router_view{*this});
+        const cluster_router::route_action a =
+            router_.route(op.get()->command().slot(), to, router_view{*this});
         switch (a.what)
         {
         case cluster_router::route_action::kind::fail:
@@ -649,7 +326,7 @@ private:
         if (std::exchange(retry_armed_, true))
             return;
         retry_timer_.expires_after(std::max(options_.reconnect_delay_min, std::chrono::milliseconds(1)));
-        retry_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        retry_timer_.async_wait([self = shared_self()](boost::system::error_code ec) {
             self->retry_armed_ = false;
             if (ec)
                 return;
@@ -702,7 +379,7 @@ private:
             return;
         case cluster_router::map_action::kind::wait:
             slots_timer_.expires_at(a.at);
-            slots_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+            slots_timer_.async_wait([self = shared_self()](boost::system::error_code ec) {
                 if (!ec && !self->closed_)
                     self->map(self->router_.on_timer(slot_map_refresh::clock::now(), router_view{*self}));
             });
@@ -744,8 +421,8 @@ private:
             {
                 node& here = *nodes_[i];
                 const link_fsm::state state = here.command.fsm.current();
-                for (command_op_base* op :
-                     here.requests.take_queued_unless([&](int slot) { return router_.stays(i, slot, state); }))
+                for (command_op_base* op : here.requests.take_queued_unless(
+                         [&](int slot) { return router_.stays(i, slot, state); }))
                     route(command_op_ptr(op));
                 if (!router_.serves(i) && !here.requests.has_queued())
                     perform(here.command, here.command.fsm.park());
@@ -757,50 +434,13 @@ private:
             want_slots();
     }
 
-    // ---- reading and writing
+    // ---- the replies
 
-    void read(link& l, const std::shared_ptr<session>& s)
+    void on_reply(link& l, reply&& r) override
     {
-        s->socket.async_read_some(
-            boost::asio::buffer(s->input),
-            on_session(l, s, [&l, s](connection_impl& self, boost::system::error_code ec, std::size_t n) {
-                self.received(l, s, ec, n);
-            }));
-    }
-
-    void received(link& l, const std::shared_ptr<session>& s, boost::system::error_code ec, std::size_t n)
-    {
-        if (ec || !s->reader.feed(s->input.data(), n))
-            return perform(l, l.fsm.on_failure());
-        for (;;)
-        {
-            reply r;
-            const reply_reader::result result = s->reader.next(r);
-            if (result == reply_reader::result::incomplete)
-                break;
-            if (result == reply_reader::result::error)
-                return perform(l, l.fsm.on_failure());
-            dispatch(l, std::move(r));
-            if (l.current != s) // the reply ended the session
-                return;
-        }
-        read(l, s);
-    }
-
-    void dispatch(link& l, reply&& r)
-    {
-        l.fsm.on_reply();
-        if (r.kind != reply_kind::error)
-            l.fsm.on_answer();
         if (l.kind == link_kind::subscriber && l.fsm.ready())
         {
             subscriptions_.on_push(r);
-            return;
-        }
-        if (l.kind == link_kind::watch && l.fsm.ready())
-        {
-            if (const std::optional<primary_address> to = switched_primary(r, options_.master_name))
-                follow_switch(*to, l.current->watched);
             return;
         }
         request_pipeline& requests = requests_of(l);
@@ -814,52 +454,27 @@ private:
         case reply_answer::checked: // a cluster node: the rest of the set-up may run there
             return write(l, requests.take_held_setup());
         case reply_answer::redirected:
-            return follow(*l.home, requests.take_redirect());
+            return follow(*nodes_[l.node], requests.take_redirect());
         case reply_answer::slots:
-            return learn_slots(*l.home, requests.take_slots());
+            return learn_slots(*nodes_[l.node], requests.take_slots());
         case reply_answer::set_up:
             // A failed set-up fails the commands queued meanwhile, with its reply; but with
             // Sentinel, a server that is not (or no longer) the primary only sends the link back
             // to the sentinels, and the commands wait; in a cluster, a node without cluster
             // support is never used again, and its commands go to another node.
             if (!options_.sentinels.empty() && requests.setup_error() == error::read_only)
-                resolver_.on_not_primary();
-            else if (l.home && requests.setup_error() == error::cluster_disabled)
-                return drop_standalone(*l.home, reply(requests.setup_reply()));
-            else if (l.home && requests.setup_error())
+                not_the_primary();
+            else if (l.kind == link_kind::command && requests.setup_error() == error::cluster_disabled)
+                return drop_standalone(*nodes_[l.node], reply(requests.setup_reply()));
+            else if (l.kind == link_kind::command && requests.setup_error())
                 requests.fail_queued(requests.setup_error(), requests.setup_reply());
             return perform(l, l.fsm.on_set_up(!requests.setup_error()));
         case reply_answer::not_primary: // READONLY: the server was demoted
-            resolver_.on_not_primary();
+            not_the_primary();
             return perform(l, l.fsm.on_failure());
         case reply_answer::unexpected:
             return perform(l, l.fsm.on_failure());
         }
-    }
-
-    void write(link& l, std::string_view bytes)
-    {
-        if (!l.current || bytes.empty())
-            return;
-        l.current->output += bytes;
-        write_out(l, l.current);
-    }
-
-    void write_out(link& l, const std::shared_ptr<session>& s)
-    {
-        if (s->write_in_progress || s->output.empty())
-            return;
-        s->writing.clear();
-        std::swap(s->output, s->writing);
-        s->write_in_progress = true;
-        boost::asio::async_write(
-            s->socket, boost::asio::buffer(s->writing),
-            on_session(l, s, [&l, s](connection_impl& self, boost::system::error_code ec, std::size_t) {
-                s->write_in_progress = false;
-                if (ec)
-                    return self.perform(l, l.fsm.on_failure());
-                self.write_out(l, s);
-            }));
     }
 
     // Writes every command queued for `n`, in one batch, once its link is ready (in a cluster, its
@@ -892,21 +507,12 @@ private:
         connect_listeners_.clear();
     }
 
-    boost::asio::strand<boost::asio::any_io_executor> strand_;
-    connection_options options_;
-    std::optional<endpoint_type> unix_endpoint_;
-    link_setup setup_;                         // what each session runs first
     cluster_router router_;                    // where the commands go
-    sentinel_resolver resolver_;               // with Sentinel, where the primary is
     std::vector<std::unique_ptr<node>> nodes_; // the router's nodes, in its order
     boost::asio::steady_timer slots_timer_;    // until the map may be asked again
-    request_pipeline delayed_;              // commands to send again (TRYAGAIN, CLUSTERDOWN)
-    boost::asio::steady_timer retry_timer_; // when they go
+    request_pipeline delayed_;                 // commands to send again (TRYAGAIN, CLUSTERDOWN)
+    boost::asio::steady_timer retry_timer_;    // when they go
     bool retry_armed_ = false;
-    link subscriber_link_;
-    link watch_link_;
-    request_pipeline subscriber_setup_; // the subscriber link's set-up (credentials)
-    request_pipeline watch_setup_;      // the watch link's set-up (the sentinels' credentials)
     subscription_table subscriptions_;
     std::map<std::uint64_t, event_callback> connect_listeners_;
     std::map<std::uint64_t, event_callback> close_listeners_;

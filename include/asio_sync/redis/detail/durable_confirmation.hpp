@@ -68,7 +68,8 @@ public:
     // fails the call with no_permission, which no replay would change.
     std::optional<semaphore_reply> on_wait(boost::system::error_code ec, const reply& acks)
     {
-        confirmed_ = !ec && acks.kind == reply_kind::integer && acks.integer >= static_cast<std::int64_t>(replicas_);
+        confirmed_ =
+            !ec && acks.kind == reply_kind::integer && acks.integer >= static_cast<std::int64_t>(replicas_);
         if (decode_semaphore_reply(ec, acks).error == redis::error::no_permission)
             wait_refused_ = redis::error::no_permission;
         return arrived();
@@ -80,8 +81,8 @@ private:
         if (++count_ != 2)
             return std::nullopt;
         using outcome = semaphore_reply::outcome;
-        if (confirmed_ ||
-            (answer_.what != outcome::granted && answer_.what != outcome::queued && answer_.what != outcome::resized))
+        if (confirmed_ || (answer_.what != outcome::granted && answer_.what != outcome::queued &&
+                           answer_.what != outcome::resized))
             return answer_;
         // Not confirmed: the outcome is unknown, and the call is sent again; unless WAIT was
         // refused: then the call failed, having stored its state, which must be given back.

@@ -932,8 +932,8 @@ private:
     void went_back(std::size_t capacity, std::uint64_t stamp, clock::time_point now, client_actions& out)
     {
         latest_ = stamp;
-        if (capacity != 0 &&
-            (options_.options.adopt_capacity() || capacity == options_.capacity || (since_ != 0 && stamp > since_)))
+        if (capacity != 0 && (options_.options.adopt_capacity() || capacity == options_.capacity ||
+                              (since_ != 0 && stamp > since_)))
             take(capacity, stamp, now, out);
     }
 

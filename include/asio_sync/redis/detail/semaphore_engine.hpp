@@ -23,9 +23,9 @@
 #include <asio_sync/redis/detail/command.hpp>
 #include <asio_sync/redis/detail/durable_confirmation.hpp>
 #include <asio_sync/redis/detail/semaphore_client.hpp>
+#include <asio_sync/redis/detail/semaphore_link.hpp>
 #include <asio_sync/redis/detail/semaphore_ops.hpp>
 #include <asio_sync/redis/detail/semaphore_reply.hpp>
-#include <asio_sync/redis/detail/semaphore_link.hpp>
 #include <asio_sync/redis/detail/semaphore_script.hpp>
 #include <asio_sync/redis/error.hpp>
 #include <asio_sync/redis/reply.hpp>
@@ -68,7 +68,8 @@ public:
                      std::size_t capacity, const checked_semaphore_options& options)
         : link_(std::move(link)), executor_(ex), script_(name),
           wait_timeout_(durable_confirmation::wait_timeout(options.lease(), link_->health_check_interval())),
-          client_(client_options{capacity, options, random_prefix(), !options.durable() && link_->uses_sentinels()}),
+          client_(client_options{capacity, options, random_prefix(),
+                                 !options.durable() && link_->uses_sentinels()}),
           capacity_(capacity), timer_(executor_)
     {
     }
@@ -508,9 +509,7 @@ private:
                 state->on_call(decode_semaphore_reply(ec, r));
             },
             routed(durable_confirmation::wait_command(replicas, wait_timeout_)),
-            [state](boost::system::error_code ec, const reply& acks) {
-                state->on_wait(ec, acks);
-            });
+            [state](boost::system::error_code ec, const reply& acks) { state->on_wait(ec, acks); });
     }
 
     // A command formatted for the node of the semaphore's slot in a cluster.
@@ -547,7 +546,7 @@ private:
         // Shared: a reply handler is copyable. Destroyed unsent, it destroys `op`.
         execute(command, [self = this->shared_from_this(), call = std::move(call),
                           op = std::make_shared<owned_op>(std::move(op))](boost::system::error_code ec,
-                                                                           const reply& r) mutable {
+                                                                          const reply& r) mutable {
             const release_step step = semaphore_client::on_release_reply(call, decode_semaphore_reply(ec, r));
             if (step.what == release_step::type::done)
             {
@@ -628,7 +627,7 @@ private:
     Executor executor_;
     const semaphore_script script_;
     const std::chrono::milliseconds wait_timeout_; // of each WAIT
-    std::uint64_t started_ = 0; // what link_->start returned
+    std::uint64_t started_ = 0;                    // what link_->start returned
     std::atomic<bool> closed_{false}; // close() was called: what an acquire of 0 reads without the mutex
 
     std::mutex mutex_;

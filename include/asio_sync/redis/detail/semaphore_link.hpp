@@ -53,8 +53,9 @@ public:
     // Subscribes to `channel` (the callbacks run through the engine's executor) and registers
     // listeners called on the connection's own sequence each time the command link is
     // (re)established and once when the connection is closed. Returns what to give to stop().
-    virtual std::uint64_t start(std::string channel, message_callback on_message, event_callback on_subscribed,
-                                event_callback on_connected, event_callback on_closed) = 0;
+    virtual std::uint64_t start(std::string channel, message_callback on_message,
+                                event_callback on_subscribed, event_callback on_connected,
+                                event_callback on_closed) = 0;
 
     // Undoes start(`id`).
     virtual void stop(std::uint64_t id) = 0;
@@ -85,8 +86,8 @@ public:
                            reply_handler wait_handler) override
     {
         if (const std::shared_ptr<connection_impl> impl = impl_.lock())
-            start_confirmed_command(impl, executor_, std::move(handler), std::move(command), std::move(wait_handler),
-                                    std::move(wait));
+            start_confirmed_command(impl, executor_, std::move(handler), std::move(command),
+                                    std::move(wait_handler), std::move(wait));
     }
 
     void add_setup_command(formatted_command command) override

@@ -159,7 +159,7 @@ private:
         return {step::kind::ask, a.sentinel, {}};
     }
 
-    connection_options options_; // the sentinels, and what to ask them
+    connection_options options_;     // the sentinels, and what to ask them
     std::size_t first_ = 0;          // the sentinel that answered last
     std::size_t watch_attempts_ = 0; // the watch link's connection attempts
 };
