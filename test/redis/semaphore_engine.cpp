@@ -117,7 +117,14 @@ struct fixture
         engine->start();
     }
 
-    ~fixture() { engine->stop(); }
+    // The calls left unanswered (a permit still held sends its release) are dropped, as a closed
+    // connection drops them: their handlers hold the engine, which holds the link.
+    ~fixture()
+    {
+        permit = permit_type();
+        engine->stop();
+        link->calls.clear();
+    }
 
     // Starts an acquire of `n`, whose outcome lands in `result`, and answers the check of the
     // server's configuration that goes first: nothing to object to.
