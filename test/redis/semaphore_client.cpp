@@ -48,6 +48,16 @@ using action_type = client_action::type;
 constexpr std::chrono::milliseconds lease = 3000ms;
 constexpr std::chrono::milliseconds margin = 100ms;
 
+// The client's options: `capacity`, ids "<prefix>:<n>", the lease and margin above.
+client_options options_of(std::size_t capacity, std::string prefix, bool adopt = false,
+                          unsigned durable_replicas = 0)
+{
+    return {capacity,
+            asio_sync::redis::detail::checked_semaphore_options({lease, margin, adopt, durable_replicas},
+                                                                lease, lease),
+            std::move(prefix)};
+}
+
 // A short name for each error an action can carry.
 std::string name_of(error_code ec)
 {
@@ -204,7 +214,7 @@ semaphore_reply mismatch(std::size_t capacity, std::uint64_t stamp)
 // remembers each call sent (its id and send time) to answer it.
 struct client_fixture
 {
-    explicit client_fixture(bool adopt = false) : client(client_options{2, lease, margin, "p", adopt}) {}
+    explicit client_fixture(bool adopt = false) : client(options_of(2, "p", adopt)) {}
 
     semaphore_client client;
     clock_type::time_point start = clock_type::time_point(std::chrono::hours(1));
@@ -555,7 +565,7 @@ const scenario scenarios[] = {
      }},
     {"a declared capacity of 0 fails every acquire at once, until a resize replaces it",
      [](client_fixture& f) {
-         semaphore_client none(client_options{0, lease, margin, "z"});
+         semaphore_client none(options_of(0, "z"));
          client_actions out;
          none.start_acquire(1, 1, acquire_mode::wait, f.now, out);
          BOOST_TEST_REQUIRE(out.size() == 1u);
@@ -697,7 +707,7 @@ const scenario scenarios[] = {
      }},
     {"with durable grants a published grant renews the waiter, whose confirmed renewal grants it",
      [](client_fixture& f) {
-         f.client = semaphore_client(client_options{2, lease, margin, "p", false, true});
+         f.client = semaphore_client(options_of(2, "p", false, 1));
          f.sent(1, 1);
          f.answer(1, queued(1, lease), {"watch"});
          f.message("granted 7 1 p:1", {"renew #1 p:1 fence=0"});
@@ -708,7 +718,7 @@ const scenario scenarios[] = {
      [](client_fixture& f) {
          // The defect this rule fixes: the message was dropped, and the waiter, granted, waited for
          // the next heartbeat (a third of a lease) to learn it.
-         f.client = semaphore_client(client_options{2, lease, margin, "p", false, true});
+         f.client = semaphore_client(options_of(2, "p", false, 1));
          f.sent(1, 1);
          f.message("granted 7 1 p:1", {}); // in flight: its own reply will say
          f.answer(1, make(outcome::connection_lost), {"acquire #1 p:1 n=1 wait"});
@@ -717,7 +727,7 @@ const scenario scenarios[] = {
      }},
     {"with durable grants a grant published while the acquire is in flight is its own reply's",
      [](client_fixture& f) {
-         f.client = semaphore_client(client_options{2, lease, margin, "p", false, true});
+         f.client = semaphore_client(options_of(2, "p", false, 1));
          f.sent(1, 1);
          f.message("granted 7 1 p:1", {});
          f.answer(1, granted(7, 1, lease), {"grant #1 p:1 n=1 fence=7"});

@@ -502,6 +502,7 @@ private:
     struct status_read;
 
     executor_type executor_;
+    connection_type* connection_; // for status reads
     std::shared_ptr<engine_type> engine_;
 };
 

@@ -16,14 +16,14 @@ namespace asio_sync::redis::detail {
 struct access
 {
     // The engine behind a connection: its set-up commands and connect listeners, for the
-    // semaphore's engine and the tests.
+    // semaphore's link to its connection (semaphore_link.hpp) and the tests.
     template <class Connection>
     static auto& impl(Connection& connection) noexcept
     {
         return *connection.impl_;
     }
 
-    // The same, shared: what the semaphore's engine keeps (weakly) to send its commands.
+    // The same, shared: what the semaphore's link keeps (weakly) to send its commands.
     template <class Connection>
     static const auto& shared_impl(Connection& connection) noexcept
     {

@@ -8,126 +8,63 @@
 
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/connection_options.hpp>
+#include <asio_sync/redis/detail/cluster_router.hpp>
 #include <asio_sync/redis/detail/command.hpp>
 #include <asio_sync/redis/detail/command_op.hpp>
 #include <asio_sync/redis/detail/event_callback.hpp>
-#include <asio_sync/redis/detail/link_fsm.hpp>
-#include <asio_sync/redis/detail/reply_reader.hpp>
+#include <asio_sync/redis/detail/link_driver.hpp>
 #include <asio_sync/redis/detail/request_pipeline.hpp>
-#include <asio_sync/redis/detail/sentinel_query.hpp>
-#include <asio_sync/redis/detail/slot_map_refresh.hpp>
 #include <asio_sync/redis/detail/subscription_table.hpp>
 #include <asio_sync/redis/error.hpp>
 #include <asio_sync/redis/reply.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/buffer.hpp>
 #include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/generic/stream_protocol.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/core/no_exceptions_support.hpp>
 #include <boost/system/error_code.hpp>
-#include <boost/throw_exception.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <initializer_list>
 #include <map>
 #include <memory>
-#include <optional>
-#include <random>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace asio_sync::redis::detail {
 
 // The engine of a connection, shared by the connection object and by every handler of its own I/O,
-// so that those may outlive the connection object. It runs two links to the server: the command
-// link (pipelined commands, replies matched in order) and the subscriber link (pub/sub), each with
-// its own socket, each living its own connect / set up / run / back off sequence (link_fsm). With
-// Sentinel a third link, the watch link, stays subscribed to one sentinel's `+switch-master` and
-// sends the other two to the new primary when it hears of a failover. With Redis Cluster, there is
-// one command link per primary (a node), and the commands go to the node of their slot, as the
-// map learnt with CLUSTER SLOTS and the nodes' redirections say. What travels on the links is
-// decided without I/O: a command link's requests by its request_pipeline, the subscriber link's by
-// the subscription_table. This class owns the sockets, the timers and the strand, and moves
-// bytes and events between them. All its state lives on the strand; the public functions may be
-// called from any thread and post their work there.
-class connection_impl : public std::enable_shared_from_this<connection_impl>
+// so that those may outlive the connection object. Its links (link_driver) reach the server: one
+// command link per node (pipelined commands, replies matched in order: the one server, or each
+// primary of a Redis Cluster), and the subscriber link (pub/sub). What travels on them, and where,
+// is decided without I/O, and this class carries it out: a command link's requests by its
+// request_pipeline, the subscriber link's by the subscription_table, the node of each command by
+// the cluster_router (the slot map learnt with CLUSTER SLOTS and the nodes' redirections). All
+// its state lives on the strand; the public functions may be called from any thread and post
+// their work there.
+class connection_impl final : public link_driver
 {
 public:
     // Throws if the options name a unix socket path that is too long, or both sentinels and
     // cluster nodes, or allow no redirection.
     connection_impl(const boost::asio::any_io_executor& ex, const connection_options& options)
-        : strand_(ex), options_(options), slots_refresh_(options.reconnect_delay_min), slots_timer_(strand_),
-          retry_timer_(strand_), subscriber_link_(link_kind::subscriber, strand_, options, random_seed()),
-          watch_link_(link_kind::watch, strand_, options, random_seed())
+        : link_driver(ex, options), router_(options_), slots_timer_(strand_), retry_timer_(strand_)
     {
-        if (!options_.sentinels.empty() && !options_.cluster_nodes.empty())
-            boost::throw_exception(std::invalid_argument(
-                "asio_sync::redis: connection_options name both sentinels and cluster nodes"));
-        if (options_.max_redirections == 0)
-            boost::throw_exception(
-                std::invalid_argument("asio_sync::redis: connection_options::max_redirections is 0"));
-        if (!options_.cluster_nodes.empty())
-        {
-            slots_.assign(slot_count, nullptr);
-            for (const connection_options::node_address& seed : options_.cluster_nodes)
-                node_at(seed.host, seed.port);
-            // Every session of a node's command link proves first that the node is a cluster node:
-            // one restarted as a standalone server on the same port must run nothing.
-            cluster_check_ = {format({"CLUSTER", "MYID"}), false, false, false, true};
-            options_.unix_socket.clear();
-            options_.database = 0;
-        }
-        else
-            node_at(options_.host, options_.port);
-        if (!options_.unix_socket.empty())
-            unix_endpoint_.emplace(boost::asio::local::stream_protocol::endpoint(options_.unix_socket));
-        if (!options_.user.empty() || !options_.password.empty())
-        {
-            credentials_ = {options_.user.empty() ? format({"AUTH", options_.password})
-                                                  : format({"AUTH", options_.user, options_.password}),
-                            false, true};
-        }
-        if (options_.database != 0)
-            select_ = format({"SELECT", std::to_string(options_.database)});
+        add_nodes();
         if (!options_.sentinels.empty())
-        {
-            unix_endpoint_.reset();
-            primary_check_ = {format({"ROLE"}), false, false, true};
             nodes_.front()->requests.requeue_read_only(true);
-            if (!options_.sentinel_user.empty() || !options_.sentinel_password.empty())
-                sentinel_credentials_ = {
-                    options_.sentinel_user.empty()
-                        ? format({"AUTH", options_.sentinel_password})
-                        : format({"AUTH", options_.sentinel_user, options_.sentinel_password}),
-                    false, true};
-        }
     }
-
-    connection_impl(const connection_impl&) = delete;
-    connection_impl& operator=(const connection_impl&) = delete;
 
     // Opens the command link (in a cluster, that of the first node, which is asked for the map).
     void start()
     {
         run([](connection_impl& self) {
-            self.slots_wanted_ = !self.slots_.empty();
+            self.router_.start();
             link& l = self.nodes_.front()->command;
             self.perform(l, l.fsm.start());
         });
@@ -259,425 +196,84 @@ public:
     }
 
 private:
-    using socket_type = boost::asio::generic::stream_protocol::socket;
-    using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
-    using action = link_fsm::action;
-
-    enum class link_kind
-    {
-        command,
-        subscriber,
-        watch, // with Sentinel: subscribed to a sentinel's +switch-master
-    };
-
-    // One connection attempt of a link and, once connected, its socket and its streams. Replaced
-    // as a whole on every reconnect, so a handler of an older session recognises that it is
-    // stale, and nothing it holds (its buffers, its reader's state) leaks into the next one.
-    struct session
-    {
-        explicit session(const boost::asio::any_io_executor& ex)
-            : socket(ex), resolver(ex), connect_timer(ex), sentinel_timer(ex), health_timer(ex)
-        {
-        }
-
-        socket_type socket;
-        boost::asio::ip::tcp::resolver resolver;
-        boost::asio::steady_timer connect_timer;
-        boost::asio::steady_timer sentinel_timer; // bounds the question to one sentinel
-        boost::asio::steady_timer health_timer;
-        reply_reader reader;
-        std::vector<char> input = std::vector<char>(16 * 1024);
-        std::string output;  // bytes waiting to be written
-        std::string writing; // bytes of the write in progress
-        bool write_in_progress = false;
-        bool established = false; // set up once: the connect listeners have run
-        primary_address primary;  // with Sentinel, where the sentinels sent it
-        std::size_t refusals = 0; // with Sentinel, the sentinels of this attempt that refused AUTH
-        std::size_t unknowns = 0; // and those that do not know the primary
-        reply refusal;            // the last one's reply
-        std::size_t sentinel = 0; // the watch link: the sentinel it listens to
-        std::size_t named_by = 0; // with Sentinel: the sentinel that named `primary`
-        bool ran = false;         // it got up (run_link)
-    };
-
-    struct node;
-
-    struct link
-    {
-        link(link_kind k, const boost::asio::any_io_executor& ex, const connection_options& options,
-             unsigned seed, node* n = nullptr)
-            : kind(k), fsm(options, seed), retry_timer(ex), home(n)
-        {
-        }
-
-        link_kind kind;
-        link_fsm fsm;
-        std::shared_ptr<session> current;
-        boost::asio::steady_timer retry_timer;
-        node* home; // a command link's node
-    };
-
     // A server that the command links reach: the one server, or a cluster node.
     struct node
     {
         node(const boost::asio::any_io_executor& ex, const connection_options& options, unsigned seed,
-             std::string h, std::uint16_t p)
-            : host(std::move(h)), port(p), command(link_kind::command, ex, options, seed, this)
+             std::size_t i)
+            : index(i), command(link_kind::command, ex, options, seed, i)
         {
         }
 
-        std::string host;
-        std::uint16_t port;
+        std::size_t index;         // in the router
         request_pipeline requests; // the command link's
         link command;
-        bool standalone = false; // its cluster support is disabled: never used
     };
 
-    static constexpr std::size_t slot_count = 16384;
-
-    // One question to a sentinel, and the replies read back.
-    struct sentinel_exchange
+    // What the router reads of the links and the queues.
+    struct router_view
     {
-        sentinel_exchange(const connection_options& options, std::size_t i, std::size_t n)
-            : query(options), index(i), tried(n)
+        const connection_impl& self;
+        link_fsm::state link(std::size_t i) const noexcept { return self.nodes_[i]->command.fsm.current(); }
+        bool busy(std::size_t i, int slot) const noexcept
         {
+            return self.nodes_[i]->requests.awaits_slot(slot) || self.nodes_[i]->requests.holds_slot(slot);
         }
-
-        sentinel_query query;
-        reply_reader reader;
-        std::size_t index; // the sentinel asked
-        std::size_t tried; // the sentinels asked before it in this attempt
-        bool done = false; // answered, or given up
+        bool delayed(int slot) const noexcept { return self.delayed_.holds_slot(slot); }
     };
 
-    static unsigned random_seed() { return std::random_device()(); }
+    std::shared_ptr<connection_impl> shared_self() noexcept
+    {
+        return std::static_pointer_cast<connection_impl>(shared_from_this());
+    }
 
     template <class Function>
     void run(Function&& f)
     {
         boost::asio::post(strand_,
-                          [self = shared_from_this(), f = std::forward<Function>(f)]() mutable { f(*self); });
+                          [self = shared_self(), f = std::forward<Function>(f)]() mutable { f(*self); });
     }
 
-    static std::string format(std::initializer_list<std::string_view> args)
+    // ---- what the links ask of their owner
+
+    request_pipeline& command_requests(link& l) noexcept override { return nodes_[l.node]->requests; }
+
+    server_address address_of(link& l) override
     {
-        return std::string(formatted_command::format(args).bytes());
+        const std::size_t to = l.kind == link_kind::command ? l.node : router_.next_subscriber_node();
+        return {router_.host(to), router_.port(to)};
     }
 
-    // A handler of the session `s` of `l`: acts only while `s` is the link's current session.
-    template <class Function>
-    auto on_session(link& l, const std::shared_ptr<session>& s, Function f)
+    // The command link writes what waits (after its connect listeners, on a new session), the
+    // subscriber link subscribes every channel.
+    void link_up(link& l) override
     {
-        return [self = shared_from_this(), &l, s, f = std::move(f)](auto&&... args) {
-            if (l.current == s)
-                f(*self, std::forward<decltype(args)>(args)...);
-        };
+        if (l.kind == link_kind::subscriber)
+            return write(l, subscriptions_.on_link_up());
+        if (!std::exchange(l.current->established, true))
+            for (const auto& listener : connect_listeners_)
+                listener.second();
+        flush(*nodes_[l.node]);
+        map(router_.on_link_up(l.node, slot_map_refresh::clock::now()));
     }
 
-    // ---- the sequence of a link: carries out what its link_fsm asks for
-
-    void perform(link& l, action a)
+    void link_down(link& l) override
     {
-        switch (a)
-        {
-        case action::none:
-            return;
-        case action::connect:
-            return connect(l);
-        case action::set_up:
-            return set_up(l);
-        case action::run:
-            return run_link(l);
-        case action::check_health:
-            write(l, l.home ? l.home->requests.health_check() : std::string(request_pipeline::ping_bytes));
-            return arm_health_check(l);
-        case action::reconnect:
-            teardown(l, error::connection_lost);
-            if (l.home) // in a cluster, the node may have failed over: the map is learnt again
-                want_slots();
-            l.retry_timer.expires_after(l.fsm.delay());
-            l.retry_timer.async_wait([self = shared_from_this(), &l](boost::system::error_code ec) {
-                if (!ec)
-                    self->perform(l, l.fsm.on_reconnect_timer());
-            });
-            return;
-        case action::stop:
-            l.retry_timer.cancel();
-            if (l.current)
-                teardown(l, boost::asio::error::operation_aborted);
-            return;
-        }
-    }
-
-    void connect(link& l)
-    {
-        auto s = std::make_shared<session>(strand_);
-        l.current = s;
-        s->connect_timer.expires_after(l.fsm.timeout());
-        s->connect_timer.async_wait(
-            on_session(l, s, [&l](connection_impl& self, boost::system::error_code ec) {
-                if (!ec)
-                    self.perform(l, l.fsm.on_failure());
-            }));
-        const auto connected =
-            on_session(l, s, [&l](connection_impl& self, boost::system::error_code ec, auto&&...) {
-                self.perform(l, l.fsm.on_connected(!ec));
-            });
-        if (unix_endpoint_)
-            return s->socket.async_connect(*unix_endpoint_, connected);
-        if (l.kind == link_kind::watch)
-        {
-            // Each attempt listens to the next sentinel, from the one that answered last.
-            s->sentinel = (sentinel_first_ + watch_attempts_++) % options_.sentinels.size();
-            return connect_to(l, s, options_.sentinels[s->sentinel].host,
-                              options_.sentinels[s->sentinel].port, connected);
-        }
-        if (!options_.sentinels.empty())
-        {
-            if (!watch_link_.fsm.started())
-                perform(watch_link_, watch_link_.fsm.start());
-            return ask_sentinel(l, s, 0);
-        }
-        if (l.home)
-            return connect_to(l, s, l.home->host, l.home->port, connected);
-        // The subscriber link: in a cluster, each attempt tries the next node (one that is not a
-        // standalone server, if there is one).
-        const node* to = nodes_[subscriber_attempts_++ % nodes_.size()].get();
-        for (std::size_t i = 0; to->standalone && i < nodes_.size(); ++i)
-            to = nodes_[subscriber_attempts_++ % nodes_.size()].get();
-        connect_to(l, s, to->host, to->port, connected);
-    }
-
-    // Resolves host:port and connects the session's socket to one of its addresses; `connected`
-    // hears how it went.
-    template <class Handler>
-    void connect_to(link& l, const std::shared_ptr<session>& s, const std::string& host, std::uint16_t port,
-                    Handler connected)
-    {
-        s->resolver.async_resolve(
-            host, std::to_string(port),
-            on_session(l, s,
-                       [s, connected](connection_impl&, boost::system::error_code resolved,
-                                      const boost::asio::ip::tcp::resolver::results_type& results) {
-                           if (resolved)
-                               return connected(resolved);
-                           std::vector<endpoint_type> endpoints;
-                           for (const auto& entry : results)
-                               endpoints.emplace_back(entry.endpoint());
-                           boost::asio::async_connect(
-                               s->socket, endpoints,
-                               [connected](boost::system::error_code ec, const auto&) { connected(ec); });
-                       }));
-    }
-
-    // With Sentinel: asks the sentinels in turn, from the one that answered last, where the
-    // primary is (on the session's socket, closed after each), and connects the session to it.
-    // Once `tried` sentinels have all failed, the attempt fails.
-    void ask_sentinel(link& l, const std::shared_ptr<session>& s, std::size_t tried)
-    {
-        const std::vector<connection_options::sentinel_address>& sentinels = options_.sentinels;
-        if (tried == sentinels.size())
-        {
-            // Every sentinel refused the credentials: as with a refused AUTH to the server, the
-            // commands queued meanwhile fail with auth_failed; or none knows the primary, and they
-            // fail with unknown_master. The link tries again.
-            if (l.home && s->refusals == sentinels.size())
-                l.home->requests.fail_queued(error::auth_failed, s->refusal);
-            else if (l.home && s->unknowns == sentinels.size())
-                l.home->requests.fail_queued(error::unknown_master, {});
-            return perform(l, l.fsm.on_connected(false));
-        }
-        const std::size_t index = (sentinel_first_ + tried) % sentinels.size();
-        auto exchange = std::make_shared<sentinel_exchange>(options_, index, tried);
-        // A sentinel that accepts and never answers (paused, overloaded) must leave time for the
-        // others and for the primary: each gets an equal share of the attempt's time.
-        s->sentinel_timer.expires_after(l.fsm.timeout() / static_cast<int>(sentinels.size() + 1));
-        s->sentinel_timer.async_wait(
-            on_session(l, s, [s, exchange](connection_impl&, boost::system::error_code ec) {
-                if (ec || exchange->done)
-                    return;
-                // The step in progress completes with operation_aborted and moves on.
-                boost::system::error_code ignored;
-                s->resolver.cancel();
-                s->socket.close(ignored);
-            }));
-        connect_to(l, s, sentinels[index].host, sentinels[index].port,
-                   on_session(l, s, [&l, s, exchange](connection_impl& self, boost::system::error_code ec) {
-                       if (ec)
-                           return self.next_sentinel(l, s, *exchange);
-                       boost::asio::async_write(
-                           s->socket, boost::asio::buffer(exchange->query.request()),
-                           self.on_session(l, s,
-                                           [&l, s, exchange](connection_impl& me,
-                                                             boost::system::error_code written, std::size_t) {
-                                               if (written)
-                                                   return me.next_sentinel(l, s, *exchange);
-                                               me.read_sentinel(l, s, exchange);
-                                           }));
-                   }));
-    }
-
-    void next_sentinel(link& l, const std::shared_ptr<session>& s, sentinel_exchange& exchange)
-    {
-        exchange.done = true;
-        boost::system::error_code ignored;
-        s->socket.close(ignored);
-        ask_sentinel(l, s, exchange.tried + 1);
-    }
-
-    void read_sentinel(link& l, const std::shared_ptr<session>& s,
-                       const std::shared_ptr<sentinel_exchange>& exchange)
-    {
-        s->socket.async_read_some(
-            boost::asio::buffer(s->input),
-            on_session(l, s,
-                       [&l, s, exchange](connection_impl& self, boost::system::error_code ec, std::size_t n) {
-                           if (ec || !exchange->reader.feed(s->input.data(), n))
-                               return self.next_sentinel(l, s, *exchange);
-                           for (;;)
-                           {
-                               reply r;
-                               const reply_reader::result read = exchange->reader.next(r);
-                               if (read == reply_reader::result::incomplete)
-                                   return self.read_sentinel(l, s, exchange);
-                               if (read == reply_reader::result::error)
-                                   return self.next_sentinel(l, s, *exchange);
-                               const sentinel_query::result answer = exchange->query.on_reply(r);
-                               if (answer == sentinel_query::result::pending)
-                                   continue;
-                               if (answer == sentinel_query::result::refused)
-                               {
-                                   ++s->refusals;
-                                   s->refusal = exchange->query.refusal();
-                               }
-                               else if (answer == sentinel_query::result::unknown)
-                                   ++s->unknowns;
-                               if (answer != sentinel_query::result::found)
-                                   return self.next_sentinel(l, s, *exchange);
-                               exchange->done = true;
-                               self.sentinel_first_ = exchange->index;
-                               s->named_by = exchange->index;
-                               s->primary = {exchange->query.host(), exchange->query.port()};
-                               boost::system::error_code ignored;
-                               s->socket.close(ignored);
-                               return self.connect_to(
-                                   l, s, exchange->query.host(), exchange->query.port(),
-                                   self.on_session(
-                                       l, s, [&l](connection_impl& me, boost::system::error_code connected) {
-                                           me.perform(l, l.fsm.on_connected(!connected));
-                                       }));
-                           }
-                       }));
-    }
-
-    // The session is connected: reads start, and the set-up commands go out first. The
-    // subscriber link needs only the credentials; the command link also SELECT and the commands
-    // registered with add_setup_command (in a cluster, after the cluster check: only once it
-    // passed).
-    void set_up(link& l)
-    {
-        const std::shared_ptr<session> s = l.current;
-        if (!unix_endpoint_)
-        {
-            boost::system::error_code ignored;
-            s->socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-            s->socket.set_option(boost::asio::socket_base::keep_alive(true), ignored);
-        }
-        read(l, s);
-        std::vector<setup_command> setup;
-        if (l.kind == link_kind::watch)
-        {
-            if (!sentinel_credentials_.bytes.empty())
-                setup.push_back(sentinel_credentials_);
-        }
-        else
-        {
-            if (!credentials_.bytes.empty())
-                setup.push_back(credentials_);
-            if (!primary_check_.bytes.empty())
-                setup.push_back(primary_check_);
-        }
-        if (l.kind == link_kind::command)
-        {
-            if (!cluster_check_.bytes.empty())
-                setup.push_back(cluster_check_);
-            if (!select_.empty())
-                setup.push_back({select_, false, false});
-            setup.insert(setup.end(), setup_commands_.begin(), setup_commands_.end());
-        }
-        request_pipeline& requests = requests_of(l);
-        const std::string bytes = requests.start_session(setup);
-        if (!requests.setting_up())
-            return perform(l, l.fsm.on_set_up(true));
-        write(l, bytes);
-    }
-
-    // The link is up: the command link writes what waits (after its connect listeners, on a new
-    // session), the subscriber link subscribes every channel; the health check starts.
-    void run_link(link& l)
-    {
-        session& s = *l.current;
-        s.ran = true;
-        s.connect_timer.cancel();
-        if (l.home)
-        {
-            if (!std::exchange(s.established, true))
-                for (const auto& listener : connect_listeners_)
-                    listener.second();
-            flush(*l.home);
-            if (slots_wanted_ && !slots_link_)
-                ask_slots(l);
-        }
-        else if (l.kind == link_kind::subscriber)
-            write(l, subscriptions_.on_link_up());
-        else
-            write(l, format({"SUBSCRIBE", switch_master_channel}));
-        arm_health_check(l);
-    }
-
-    void arm_health_check(link& l)
-    {
-        if (l.fsm.health_interval() == link_fsm::duration::zero())
-            return;
-        const std::shared_ptr<session> s = l.current;
-        s->health_timer.expires_after(l.fsm.health_interval());
-        s->health_timer.async_wait(
-            on_session(l, s, [&l](connection_impl& self, boost::system::error_code ec) {
-                if (!ec)
-                    self.perform(l, l.fsm.on_health_timer());
-            }));
-    }
-
-    // Closes the session of `l`; the commands awaiting its replies complete with `ec`.
-    void teardown(link& l, boost::system::error_code ec)
-    {
-        const std::shared_ptr<session> s = std::move(l.current);
-        // An attempt that never got up on the server a sentinel named: the next one starts from
-        // the sentinel after it, so that one naming a dead or hung server cannot pin the link.
-        if (s->primary.port != 0 && !s->ran && sentinel_first_ == s->named_by)
-            skip_sentinel();
-        boost::system::error_code ignored;
-        s->socket.close(ignored);
-        s->resolver.cancel();
-        s->connect_timer.cancel();
-        s->sentinel_timer.cancel();
-        s->health_timer.cancel();
-        requests_of(l).end_session(ec);
         if (l.kind == link_kind::subscriber)
             subscriptions_.on_link_down();
-        if (slots_link_ == &l) // the map's question is lost with it
-        {
-            slots_link_ = nullptr;
-            slots_wanted_ = true;
-        }
+        else
+            router_.on_link_down(l.node);
     }
+
+    // In a cluster, the node may have failed over: the map is learnt again.
+    void reconnecting(link&) override { want_slots(); }
+
+    link& primary_link() noexcept override { return nodes_.front()->command; }
 
     void add_setup(std::string command, bool best_effort)
     {
-        if (closed_ || std::any_of(setup_commands_.begin(), setup_commands_.end(),
-                                   [&](const setup_command& c) { return c.bytes == command; }))
+        if (closed_ || !setup_.add(std::move(command), best_effort))
             return;
-        setup_commands_.push_back({std::move(command), best_effort, false});
         for (const std::unique_ptr<node>& n : nodes_)
         {
             link& l = n->command;
@@ -685,91 +281,37 @@ private:
             if (state != link_fsm::state::setting_up && state != link_fsm::state::ready)
                 continue;
             l.fsm.on_setup_added();
-            write(l, n->requests.add_setup(setup_commands_.back()));
+            write(l, n->requests.add_setup(setup_.last()));
         }
     }
 
-    // The server the sentinels named is not the primary: the next attempt starts from the
-    // sentinel after the one that named it, so that a sentinel whose view is stale cannot pin the
-    // links to a replica.
-    void skip_sentinel() noexcept { sentinel_first_ = (sentinel_first_ + 1) % options_.sentinels.size(); }
+    // ---- routing the commands to the nodes: carries out what the router decides
 
-    request_pipeline& requests_of(link& l) noexcept
+    // Creates the nodes the router learnt of.
+    void add_nodes()
     {
-        return l.home ? l.home->requests : l.kind == link_kind::subscriber ? subscriber_setup_ : watch_setup_;
+        while (nodes_.size() < router_.node_count())
+        {
+            nodes_.push_back(std::make_unique<node>(strand_, options_, random_seed(), nodes_.size()));
+            nodes_.back()->requests.follow_redirects(router_.cluster(), options_.max_redirections);
+        }
     }
-
-    // A sentinel announced that the primary moved to `to`: the links that are not there (set up
-    // on the old primary, or still looking for one) start again from the sentinel that said so;
-    // the commands written on them complete with connection_lost, the queued ones wait.
-    void follow_switch(const primary_address& to, std::size_t sentinel)
-    {
-        sentinel_first_ = sentinel;
-        for (link* l : {&nodes_.front()->command, &subscriber_link_})
-            if (l->current && (l->current->primary.host != to.host || l->current->primary.port != to.port))
-                perform(*l, l->fsm.on_failure());
-    }
-
-    // ---- routing the commands to the nodes
-
-    // The node of `host`:`port`, created if it is new.
-    node& node_at(const std::string& host, std::uint16_t port)
-    {
-        for (const std::unique_ptr<node>& n : nodes_)
-            if (n->host == host && n->port == port)
-                return *n;
-        nodes_.push_back(std::make_unique<node>(strand_, options_, random_seed(), host, port));
-        nodes_.back()->requests.follow_redirects(!slots_.empty(), options_.max_redirections);
-        return *nodes_.back();
-    }
-
-    // Where a command for `slot` goes: the node that serves it; for a keyless command, or a slot
-    // not served (or served by a standalone server: another node redirects it, or serves it after
-    // a failover), a node whose link is up, else one that is trying, else the first; never a
-    // standalone server, if there is another node.
-    node& node_for(int slot) noexcept
-    {
-        if (slots_.empty())
-            return *nodes_.front();
-        if (slot >= 0 && slots_[static_cast<std::size_t>(slot)] &&
-            !slots_[static_cast<std::size_t>(slot)]->standalone)
-            return *slots_[static_cast<std::size_t>(slot)];
-        for (const std::unique_ptr<node>& n : nodes_)
-            if (!n->standalone && n->command.fsm.ready())
-                return *n;
-        for (const std::unique_ptr<node>& n : nodes_)
-            if (!n->standalone && n->command.fsm.started())
-                return *n;
-        for (const std::unique_ptr<node>& n : nodes_)
-            if (!n->standalone)
-                return *n;
-        return *nodes_.front();
-    }
-
-    // Whether every node known answered that its cluster support is disabled (asked for each
-    // command routed: a count, not a scan).
-    bool only_standalone() const noexcept { return !slots_.empty() && standalone_nodes_ == nodes_.size(); }
 
     // Queues `op` on its node (or on `to`, after ASKING if `asking`), and starts the node's link.
-    // In a cluster, the commands of one slot reach the server in the order they were sent,
-    // whichever node they are redirected to (a release must not overtake the acquire it gives
-    // up): a command waits (with those refused for now) while earlier ones of its slot wait to be
-    // sent again, or are queued or await their reply on another node, whose redirections would
-    // bring them to its node after it. A command redirected to a standalone server fails with
-    // cluster_disabled, unsent: the node that serves its slot is not a cluster node.
-    void route(command_op_ptr op, node* to = nullptr, bool asking = false)
+    void route(command_op_ptr op, std::size_t to = cluster_router::none, bool asking = false)
     {
-        const int slot = op.get()->command().slot();
-        if (only_standalone() || (to && to->standalone))
+        const cluster_router::route_action a =
+            router_.route(op.get()->command().slot(), to, router_view{*this});
+        switch (a.what)
+        {
+        case cluster_router::route_action::kind::fail:
             return complete_command(op.release(), error::cluster_disabled, {});
-        node& n = to ? *to : node_for(slot);
-        if (slot >= 0 && !slots_.empty() &&
-            (delayed_.holds_slot(slot) ||
-             (!to && std::any_of(nodes_.begin(), nodes_.end(), [&](const std::unique_ptr<node>& other) {
-                 return other.get() != &n &&
-                        (other->requests.awaits_slot(slot) || other->requests.holds_slot(slot));
-             }))))
+        case cluster_router::route_action::kind::delay:
             return delay(std::move(op));
+        case cluster_router::route_action::kind::send:
+            break;
+        }
+        node& n = *nodes_[a.node];
         n.requests.add(std::move(op), asking);
         if (!closed_ && !n.command.fsm.started())
             perform(n.command, n.command.fsm.start());
@@ -784,7 +326,7 @@ private:
         if (std::exchange(retry_armed_, true))
             return;
         retry_timer_.expires_after(std::max(options_.reconnect_delay_min, std::chrono::milliseconds(1)));
-        retry_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        retry_timer_.async_wait([self = shared_self()](boost::system::error_code ec) {
             self->retry_armed_ = false;
             if (ec)
                 return;
@@ -799,61 +341,50 @@ private:
     {
         command_op_ptr op(r.op);
         command_op_ptr wait(r.wait);
-        if (r.what == redirect::kind::retry)
+        const cluster_router::redirect_action a = router_.on_redirect(from.index, r);
+        add_nodes();
+        if (a.delay)
         {
             delay(std::move(op));
             if (wait.get())
                 delay(std::move(wait));
             return;
         }
-        node& to = node_at(r.host.empty() ? from.host : r.host, r.port);
-        if (r.what == redirect::kind::moved)
-        {
-            slots_[static_cast<std::size_t>(r.slot)] = &to;
+        if (a.refresh)
             want_slots();
-        }
-        route(std::move(op), &to, r.what == redirect::kind::ask);
+        route(std::move(op), a.node, a.asking);
         if (wait.get())
-            route(std::move(wait), &to);
+            route(std::move(wait), a.node);
     }
 
-    // The map of the slots may be stale: it is asked again from a node whose link is up (after the
-    // question in flight, if there is one, and at most once per reconnect_delay_min). With none
-    // up, every node not trying is started.
     void want_slots()
     {
-        if (slots_.empty() || closed_)
-            return;
-        slots_wanted_ = true;
-        if (slots_link_)
-            return;
-        for (const std::unique_ptr<node>& n : nodes_)
-            if (!n->standalone && n->command.fsm.ready())
-                return ask_slots(n->command);
-        for (const std::unique_ptr<node>& n : nodes_)
-            if (!n->standalone && !n->command.fsm.started())
-                perform(n->command, n->command.fsm.start());
+        if (!closed_)
+            map(router_.want_map(slot_map_refresh::clock::now(), router_view{*this}));
     }
 
-    void ask_slots(link& l)
+    // Carries out what the router decided about the map.
+    void map(const cluster_router::map_action& a)
     {
-        const slot_map_refresh::clock::time_point now = slot_map_refresh::clock::now();
-        if (!slots_refresh_.may_ask(now))
+        switch (a.what)
         {
-            if (std::exchange(slots_timer_armed_, true))
-                return;
-            slots_timer_.expires_at(slots_refresh_.due());
-            slots_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-                self->slots_timer_armed_ = false;
-                if (!ec && self->slots_wanted_)
-                    self->want_slots();
+        case cluster_router::map_action::kind::none:
+            return;
+        case cluster_router::map_action::kind::ask:
+            return write(nodes_[a.node]->command, nodes_[a.node]->requests.slots_query());
+        case cluster_router::map_action::kind::start_nodes:
+            for (const std::unique_ptr<node>& n : nodes_)
+                if (!router_.standalone(n->index) && !n->command.fsm.started())
+                    perform(n->command, n->command.fsm.start());
+            return;
+        case cluster_router::map_action::kind::wait:
+            slots_timer_.expires_at(a.at);
+            slots_timer_.async_wait([self = shared_self()](boost::system::error_code ec) {
+                if (!ec && !self->closed_)
+                    self->map(self->router_.on_timer(slot_map_refresh::clock::now(), router_view{*self}));
             });
             return;
         }
-        slots_refresh_.asked(now);
-        slots_wanted_ = false;
-        slots_link_ = &l;
-        write(l, l.home->requests.slots_query());
     }
 
     // The node `n` answered its set-up's cluster check or CLUSTER SLOTS with `r`: its cluster
@@ -861,10 +392,9 @@ private:
     // they all fail.
     void drop_standalone(node& n, const reply& r)
     {
-        if (!std::exchange(n.standalone, true))
-            ++standalone_nodes_;
+        const bool none_left = router_.drop_standalone(n.index);
         perform(n.command, n.command.fsm.close());
-        if (only_standalone())
+        if (none_left)
         {
             for (const std::unique_ptr<node>& each : nodes_)
                 each->requests.fail_queued(error::cluster_disabled, r);
@@ -876,107 +406,41 @@ private:
         want_slots();
     }
 
-    // CLUSTER SLOTS answered `r` on the link of `from`: [[first, last, [host, port, ...], replicas...],
-    // ...]. The commands queued for a node that no longer serves their slot go to the one that
-    // does; a node that serves nothing and cannot be reached is left alone.
+    // CLUSTER SLOTS answered `r` on the link of `from`. With a new map, the commands queued for a
+    // node that no longer serves their slot go to the one that does; a node that serves nothing
+    // and cannot be reached is left alone.
     void learn_slots(node& from, const reply& r)
     {
-        slots_link_ = nullptr;
-        if (is_cluster_disabled(r))
+        const cluster_router::map_answer answer = router_.on_slots(from.index, r);
+        add_nodes();
+        if (answer == cluster_router::map_answer::standalone)
             return drop_standalone(from, r);
-        // Any other answer (an error: an ACL without CLUSTER SLOTS) lets the commands go, to
-        // follow the nodes' redirections.
-        map_known_ = true;
-        if (r.kind == reply_kind::array)
+        if (answer == cluster_router::map_answer::learnt)
         {
-            std::vector<node*> slots(slot_count, nullptr);
-            for (const reply& range : r.elements)
+            for (std::size_t i = 0; i < nodes_.size(); ++i)
             {
-                if (range.kind != reply_kind::array || range.elements.size() < 3 ||
-                    range.elements[0].kind != reply_kind::integer ||
-                    range.elements[1].kind != reply_kind::integer ||
-                    range.elements[2].kind != reply_kind::array || range.elements[2].elements.size() < 2 ||
-                    range.elements[2].elements[0].kind != reply_kind::string ||
-                    range.elements[2].elements[1].kind != reply_kind::integer)
-                    continue;
-                const std::int64_t first = range.elements[0].integer;
-                const std::int64_t last = range.elements[1].integer;
-                const std::int64_t port = range.elements[2].elements[1].integer;
-                if (first < 0 || last >= static_cast<std::int64_t>(slot_count) || first > last || port <= 0 ||
-                    port > 65535)
-                    continue;
-                const std::string& host = range.elements[2].elements[0].text;
-                node& owner =
-                    node_at(host.empty() || host == "?" ? from.host : host, static_cast<std::uint16_t>(port));
-                std::fill(slots.begin() + first, slots.begin() + last + 1, &owner);
-            }
-            slots_ = std::move(slots);
-            for (const std::unique_ptr<node>& n : nodes_)
-            {
-                node* here = n.get();
-                const bool serves = std::find(slots_.begin(), slots_.end(), here) != slots_.end();
-                const bool useful = serves || here->command.fsm.current() != link_fsm::state::waiting;
-                for (command_op_base* op : here->requests.take_queued_unless([&](int slot) {
-                         if (slot < 0)
-                             return useful;
-                         const node* owner = slots_[static_cast<std::size_t>(slot)];
-                         return owner == here || (!owner && useful);
-                     }))
+                node& here = *nodes_[i];
+                const link_fsm::state state = here.command.fsm.current();
+                for (command_op_base* op : here.requests.take_queued_unless(
+                         [&](int slot) { return router_.stays(i, slot, state); }))
                     route(command_op_ptr(op));
-                if (!serves && !here->requests.has_queued())
-                    perform(here->command, here->command.fsm.park());
+                if (!router_.serves(i) && !here.requests.has_queued())
+                    perform(here.command, here.command.fsm.park());
             }
         }
         for (const std::unique_ptr<node>& n : nodes_)
             flush(*n);
-        if (slots_wanted_)
+        if (router_.wanted())
             want_slots();
     }
 
-    // ---- reading and writing
+    // ---- the replies
 
-    void read(link& l, const std::shared_ptr<session>& s)
+    void on_reply(link& l, reply&& r) override
     {
-        s->socket.async_read_some(
-            boost::asio::buffer(s->input),
-            on_session(l, s, [&l, s](connection_impl& self, boost::system::error_code ec, std::size_t n) {
-                self.received(l, s, ec, n);
-            }));
-    }
-
-    void received(link& l, const std::shared_ptr<session>& s, boost::system::error_code ec, std::size_t n)
-    {
-        if (ec || !s->reader.feed(s->input.data(), n))
-            return perform(l, l.fsm.on_failure());
-        for (;;)
-        {
-            reply r;
-            const reply_reader::result result = s->reader.next(r);
-            if (result == reply_reader::result::incomplete)
-                break;
-            if (result == reply_reader::result::error)
-                return perform(l, l.fsm.on_failure());
-            dispatch(l, std::move(r));
-            if (l.current != s) // the reply ended the session
-                return;
-        }
-        read(l, s);
-    }
-
-    void dispatch(link& l, reply&& r)
-    {
-        l.fsm.on_reply();
-        if (r.kind != reply_kind::error)
-            l.fsm.on_answer();
         if (l.kind == link_kind::subscriber && l.fsm.ready())
         {
             subscriptions_.on_push(r);
-            return;
-        }
-        if (l.kind == link_kind::watch && l.fsm.ready())
-        {
-            if (const std::optional<primary_address> to = switched_primary(r, options_.master_name))
-                follow_switch(*to, l.current->sentinel);
             return;
         }
         request_pipeline& requests = requests_of(l);
@@ -990,52 +454,27 @@ private:
         case reply_answer::checked: // a cluster node: the rest of the set-up may run there
             return write(l, requests.take_held_setup());
         case reply_answer::redirected:
-            return follow(*l.home, requests.take_redirect());
+            return follow(*nodes_[l.node], requests.take_redirect());
         case reply_answer::slots:
-            return learn_slots(*l.home, requests.take_slots());
+            return learn_slots(*nodes_[l.node], requests.take_slots());
         case reply_answer::set_up:
             // A failed set-up fails the commands queued meanwhile, with its reply; but with
             // Sentinel, a server that is not (or no longer) the primary only sends the link back
             // to the sentinels, and the commands wait; in a cluster, a node without cluster
             // support is never used again, and its commands go to another node.
-            if (!primary_check_.bytes.empty() && requests.setup_error() == error::read_only)
-                skip_sentinel();
-            else if (l.home && requests.setup_error() == error::cluster_disabled)
-                return drop_standalone(*l.home, reply(requests.setup_reply()));
-            else if (l.home && requests.setup_error())
+            if (!options_.sentinels.empty() && requests.setup_error() == error::read_only)
+                not_the_primary();
+            else if (l.kind == link_kind::command && requests.setup_error() == error::cluster_disabled)
+                return drop_standalone(*nodes_[l.node], reply(requests.setup_reply()));
+            else if (l.kind == link_kind::command && requests.setup_error())
                 requests.fail_queued(requests.setup_error(), requests.setup_reply());
             return perform(l, l.fsm.on_set_up(!requests.setup_error()));
         case reply_answer::not_primary: // READONLY: the server was demoted
-            skip_sentinel();
+            not_the_primary();
             return perform(l, l.fsm.on_failure());
         case reply_answer::unexpected:
             return perform(l, l.fsm.on_failure());
         }
-    }
-
-    void write(link& l, std::string_view bytes)
-    {
-        if (!l.current || bytes.empty())
-            return;
-        l.current->output += bytes;
-        write_out(l, l.current);
-    }
-
-    void write_out(link& l, const std::shared_ptr<session>& s)
-    {
-        if (s->write_in_progress || s->output.empty())
-            return;
-        s->writing.clear();
-        std::swap(s->output, s->writing);
-        s->write_in_progress = true;
-        boost::asio::async_write(
-            s->socket, boost::asio::buffer(s->writing),
-            on_session(l, s, [&l, s](connection_impl& self, boost::system::error_code ec, std::size_t) {
-                s->write_in_progress = false;
-                if (ec)
-                    return self.perform(l, l.fsm.on_failure());
-                self.write_out(l, s);
-            }));
     }
 
     // Writes every command queued for `n`, in one batch, once its link is ready (in a cluster, its
@@ -1043,7 +482,7 @@ private:
     // that they go to the nodes of their slots.
     void flush(node& n)
     {
-        if ((slots_.empty() || map_known_) && n.command.fsm.ready() && n.requests.has_queued())
+        if (router_.may_write() && n.command.fsm.ready() && n.requests.has_queued())
             write(n.command, n.requests.take_commands());
     }
 
@@ -1068,34 +507,12 @@ private:
         connect_listeners_.clear();
     }
 
-    boost::asio::strand<boost::asio::any_io_executor> strand_;
-    connection_options options_;
-    std::optional<endpoint_type> unix_endpoint_;
-    setup_command credentials_;          // empty: no AUTH
-    setup_command primary_check_;        // ROLE, with Sentinel; empty otherwise
-    setup_command cluster_check_;        // CLUSTER MYID, in a cluster; empty otherwise
-    std::string select_;                 // empty: database 0
-    setup_command sentinel_credentials_; // empty: no AUTH to the sentinels
-    std::size_t sentinel_first_ = 0;     // the sentinel that answered last
-    std::size_t watch_attempts_ = 0;     // the watch link's connection attempts
-    std::size_t subscriber_attempts_ = 0;
-    std::vector<setup_command> setup_commands_;
-    std::vector<std::unique_ptr<node>> nodes_; // the one server; or the cluster nodes known
-    std::vector<node*> slots_;                 // in a cluster, the node of each slot (null: unknown)
-    link* slots_link_ = nullptr;               // where CLUSTER SLOTS awaits its reply
-    bool slots_wanted_ = false;                // the map must be asked (again)
-    bool map_known_ = false;                   // the map was answered once: commands may be written
-    std::size_t standalone_nodes_ = 0;         // nodes without cluster support
-    slot_map_refresh slots_refresh_;           // when it may be asked again
-    boost::asio::steady_timer slots_timer_;    // until then
-    bool slots_timer_armed_ = false;
-    request_pipeline delayed_;              // commands to send again (TRYAGAIN, CLUSTERDOWN)
-    boost::asio::steady_timer retry_timer_; // when they go
+    cluster_router router_;                    // where the commands go
+    std::vector<std::unique_ptr<node>> nodes_; // the router's nodes, in its order
+    boost::asio::steady_timer slots_timer_;    // until the map may be asked again
+    request_pipeline delayed_;                 // commands to send again (TRYAGAIN, CLUSTERDOWN)
+    boost::asio::steady_timer retry_timer_;    // when they go
     bool retry_armed_ = false;
-    link subscriber_link_;
-    link watch_link_;
-    request_pipeline subscriber_setup_; // the subscriber link's set-up (credentials)
-    request_pipeline watch_setup_;      // the watch link's set-up (the sentinels' credentials)
     subscription_table subscriptions_;
     std::map<std::uint64_t, event_callback> connect_listeners_;
     std::map<std::uint64_t, event_callback> close_listeners_;

@@ -55,6 +55,7 @@
 // held within the capacity.
 
 #include <asio_sync/error.hpp>
+#include <asio_sync/redis/detail/checked_semaphore_options.hpp>
 #include <asio_sync/redis/detail/lease_view.hpp>
 #include <asio_sync/redis/detail/semaphore_reply.hpp>
 #include <asio_sync/redis/detail/semaphore_script.hpp>
@@ -82,14 +83,11 @@ namespace asio_sync::redis::detail {
 
 struct client_options
 {
-    std::size_t capacity = 0; // declared at construction
-    std::chrono::milliseconds lease{0};
-    std::chrono::milliseconds safety_margin{0};
-    std::string id_prefix;          // unique across the fleet
-    bool adopt_capacity = false;    // take the capacity in force, whatever it is
-    bool durable = false;           // grants are confirmed by the replicas: a published grant is only a hint
-    bool replicas_required = false; // the server must refuse writes without its replicas (Sentinel,
-                                    // not durable): checked with its configuration
+    std::size_t capacity;              // declared at construction
+    checked_semaphore_options options; // the semaphore's
+    std::string id_prefix;             // unique across the fleet
+    bool replicas_required = false;    // the server must refuse writes without its replicas (Sentinel,
+                                       // not durable): checked with its configuration
 };
 
 // One thing for the engine to do.
@@ -348,7 +346,7 @@ public:
             w->at = phase::reloading;
             return out.push_back(client_action::load_library(serial));
         case outcome::granted:
-            if (r.left < options_.lease / 2)
+            if (r.left < options_.options.lease() / 2)
             {
                 // A replay found it granted long ago (its replies were lost, or, with durable
                 // grants, not confirmed): with less than half a lease left it could lapse before
@@ -643,7 +641,7 @@ public:
             if (check_ != check_state::passed)
                 return; // ran before the check of a server reconnected to: the one after it extends
             h.lease_end = later(h.lease_end, sent_at + r.left);
-            return h.view->extend(h.lease_end - options_.safety_margin);
+            return h.view->extend(h.lease_end - options_.options.safety_margin());
         case outcome::lost:
             return lose(it, redis::error::lease_lost, out);
         case outcome::state_lost:
@@ -828,7 +826,7 @@ private:
 
     clock::time_point deadline(const holder& h) const noexcept
     {
-        return h.lease_end - options_.safety_margin;
+        return h.lease_end - options_.options.safety_margin();
     }
 
     waiter* find(std::uint64_t serial, std::string_view id)
@@ -858,7 +856,7 @@ private:
     void start_heartbeat(clock::time_point now)
     {
         if (!next_heartbeat_)
-            next_heartbeat_ = now + std::chrono::duration_cast<clock::duration>(options_.lease) / 3;
+            next_heartbeat_ = now + std::chrono::duration_cast<clock::duration>(options_.options.lease()) / 3;
     }
 
     void send_acquire(std::uint64_t serial, waiter& w, clock::time_point now, client_actions& out)
@@ -868,7 +866,7 @@ private:
             // The first call with this id sets its deadline no earlier than now + lease; a replay
             // moves nothing.
             w.sent = true;
-            w.lease_end = now + options_.lease;
+            w.lease_end = now + options_.options.lease();
         }
         w.at = phase::in_flight;
         w.capacity = capacity_;
@@ -912,7 +910,7 @@ private:
     void learn(std::size_t capacity, std::uint64_t stamp, told how, clock::time_point now,
                client_actions& out)
     {
-        const bool adopt = options_.adopt_capacity;
+        const bool adopt = options_.options.adopt_capacity();
         latest_ = std::max(latest_, stamp);
         if (how == told::resize)
             existed_at(stamp);
@@ -934,8 +932,8 @@ private:
     void went_back(std::size_t capacity, std::uint64_t stamp, clock::time_point now, client_actions& out)
     {
         latest_ = stamp;
-        if (capacity != 0 &&
-            (options_.adopt_capacity || capacity == options_.capacity || (since_ != 0 && stamp > since_)))
+        if (capacity != 0 && (options_.options.adopt_capacity() || capacity == options_.capacity ||
+                              (since_ != 0 && stamp > since_)))
             take(capacity, stamp, now, out);
     }
 
@@ -966,7 +964,7 @@ private:
         if (serial == serial_of_.end() || check_ != check_state::passed)
             return;
         waiter& w = waiters_.at(serial->second);
-        if (options_.durable)
+        if (options_.options.durable())
         {
             // An acquire in flight hears it from its own confirmed reply, unless that reply says
             // queued: then it renews at once.

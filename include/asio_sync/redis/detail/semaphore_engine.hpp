@@ -9,7 +9,8 @@
 // The driver of one redis::basic_semaphore: it feeds the events of the connection (replies,
 // messages on the channel, (re)connections), of the clock and of the local operations to the client
 // state machine (semaphore_client.hpp), and carries out the actions it returns: calls of the
-// function library, the timer, and the completions of the operations (semaphore_ops.hpp).
+// function library, the timer, and the completions of the operations (semaphore_ops.hpp). It
+// reaches the connection only through a semaphore_link.
 //
 // One mutex guards the client and the operations. The calls an event produces are issued under
 // it, in the order the client returned them: a give-up's release always follows its acquire on
@@ -19,10 +20,10 @@
 #include <asio_sync/detail/start_acquire.hpp>
 #include <asio_sync/detail/waiter_list.hpp>
 #include <asio_sync/error.hpp>
-#include <asio_sync/redis/connection.hpp>
-#include <asio_sync/redis/detail/access.hpp>
 #include <asio_sync/redis/detail/command.hpp>
+#include <asio_sync/redis/detail/durable_confirmation.hpp>
 #include <asio_sync/redis/detail/semaphore_client.hpp>
+#include <asio_sync/redis/detail/semaphore_link.hpp>
 #include <asio_sync/redis/detail/semaphore_ops.hpp>
 #include <asio_sync/redis/detail/semaphore_reply.hpp>
 #include <asio_sync/redis/detail/semaphore_script.hpp>
@@ -59,48 +60,31 @@ template <class Executor>
 class semaphore_engine : public std::enable_shared_from_this<semaphore_engine<Executor>>
 {
 public:
-    using connection_type = basic_connection<Executor>;
     using grant_type = permit_grant<Executor>;
     using clock = std::chrono::steady_clock;
 
-    semaphore_engine(connection_type& connection, std::string_view name, std::size_t capacity,
-                     std::chrono::milliseconds lease, std::chrono::milliseconds safety_margin,
-                     bool adopt_capacity, unsigned durable_replicas)
-        : connection_(connection), link_(access::shared_impl(connection)),
-          executor_(connection.get_executor()), script_(name), durable_replicas_(durable_replicas),
-          wait_timeout_(wait_timeout(lease, access::shared_impl(connection)->health_check_interval())),
-          client_(client_options{capacity, lease, safety_margin, random_prefix(), adopt_capacity,
-                                 durable_replicas != 0,
-                                 durable_replicas == 0 && access::shared_impl(connection)->uses_sentinels()}),
+    // Sends its commands through `link`; completes its operations, and runs its timers, on `ex`.
+    semaphore_engine(std::shared_ptr<semaphore_link> link, const Executor& ex, std::string_view name,
+                     std::size_t capacity, const checked_semaphore_options& options)
+        : link_(std::move(link)), executor_(ex), script_(name),
+          wait_timeout_(durable_confirmation::wait_timeout(options.lease(), link_->health_check_interval())),
+          client_(client_options{capacity, options, random_prefix(),
+                                 !options.durable() && link_->uses_sentinels()}),
           capacity_(capacity), timer_(executor_)
     {
-    }
-
-    // The timeout of a durable call's WAIT: a tenth of the lease, and at most half the health
-    // check's interval, so that one WAIT that confirms too few replicas never silences the link
-    // for long enough to look dead. At least 1 ms (0 would wait for ever).
-    static std::chrono::milliseconds wait_timeout(std::chrono::milliseconds lease,
-                                                  std::chrono::milliseconds health_interval) noexcept
-    {
-        std::chrono::milliseconds t = lease / 10;
-        if (health_interval > std::chrono::milliseconds::zero())
-            t = std::min(t, health_interval / 2);
-        return std::max(t, std::chrono::milliseconds(1));
     }
 
     // Loads the library on every connect (best effort), listens for grants, reconnections and the
     // connection's close.
     void start()
     {
-        auto& impl = access::impl(connection_);
         // Refused (an ACL without FUNCTION LOAD) is no reason to fail the link: an administrator may
         // have loaded the library; an FCALL that does not find it loads it again and says why it
         // cannot.
-        impl.add_setup_command(formatted_command::format_for_pipeline(semaphore_script::load_command()),
-                               true);
+        link_->add_setup_command(formatted_command::format_for_pipeline(semaphore_script::load_command()));
         const std::weak_ptr<semaphore_engine> weak = this->weak_from_this();
-        subscription_ = connection_.subscribe(
-            script_.channel(),
+        started_ = link_->start(
+            std::string(script_.channel()),
             [weak](std::string message) {
                 if (const auto self = weak.lock())
                     self->run(
@@ -109,28 +93,24 @@ public:
             [weak] {
                 if (const auto self = weak.lock())
                     self->run([&](client_actions& out) { self->client_.on_subscribed(clock::now(), out); });
+            },
+            [weak] {
+                if (const auto self = weak.lock())
+                    self->run([&](client_actions& out) { self->client_.on_connected(out); });
+            },
+            [weak] {
+                if (const auto self = weak.lock())
+                    self->run([&](client_actions& out) {
+                        self->client_.abort_all(asio_sync::error::closed, false, out);
+                    });
             });
-        listener_ = impl.new_id();
-        impl.add_connect_listener(listener_, [weak] {
-            if (const auto self = weak.lock())
-                self->run([&](client_actions& out) { self->client_.on_connected(out); });
-        });
-        impl.add_close_listener(listener_, [weak] {
-            if (const auto self = weak.lock())
-                self->run([&](client_actions& out) {
-                    self->client_.abort_all(asio_sync::error::closed, false, out);
-                });
-        });
     }
 
     // The semaphore is gone: its waiters complete with operation_aborted and leave the remote
     // queue; its holders keep their leases renewed until their permits go.
     void stop()
     {
-        connection_.unsubscribe(subscription_);
-        auto& impl = access::impl(connection_);
-        impl.remove_connect_listener(listener_);
-        impl.remove_close_listener(listener_);
+        link_->stop(started_);
         abort_waiters(boost::asio::error::operation_aborted);
     }
 
@@ -279,7 +259,6 @@ public:
 
     const semaphore_script& script() const noexcept { return script_; }
 
-    connection_type& connection() const noexcept { return connection_; }
     const Executor& get_executor() const noexcept { return executor_; }
 
 private:
@@ -458,7 +437,7 @@ private:
 
     void send_acquire(const client_action& a)
     {
-        execute_durable(script_.acquire(a.id, a.n, a.capacity, client_.options().lease, a.mode),
+        execute_durable(script_.acquire(a.id, a.n, a.capacity, client_.options().options.lease(), a.mode),
                         [self = this->shared_from_this(), serial = a.serial, id = a.id,
                          sent_at = a.sent_at](const semaphore_reply& decoded) {
                             self->run([&](client_actions& out) {
@@ -470,7 +449,7 @@ private:
 
     void send_renew(const client_action& a)
     {
-        execute_durable(script_.renew(a.id, client_.options().lease, a.fence),
+        execute_durable(script_.renew(a.id, client_.options().options.lease(), a.fence),
                         [self = this->shared_from_this(), serial = a.serial, id = a.id,
                          sent_at = a.sent_at](const semaphore_reply& decoded) {
                             self->run([&](client_actions& out) {
@@ -483,19 +462,13 @@ private:
                         });
     }
 
-    // Sends a call of the library and hands its decoded answer to `handler`. With durable grants,
-    // the call is followed, in one step, by a WAIT that names it, on the same link (a redirection
-    // takes the WAIT along; it covers every earlier write of the link, so also a grant that another
-    // process's call made before this renewal), and an answer that reports state the server keeps
-    // (granted, queued, resized) is handed on only if WAIT confirms `durable_replicas_` replicas;
-    // otherwise the handler hears connection_lost: the outcome is unknown, and the call is sent
-    // again under the same id. Every other answer needs no confirmation and is handed on as it is:
-    // a failure (an error reply, a closed connection, refused credentials) or an answer that stores
-    // nothing (busy, lost).
+    // Sends a call of the library and hands its decoded answer to `handler`; with durable grants,
+    // the answer that durable_confirmation makes of it and of the WAIT that follows it.
     template <class Handler>
     void execute_durable(const std::vector<std::string>& args, Handler handler)
     {
-        if (durable_replicas_ == 0)
+        const unsigned replicas = client_.options().options.durable_replicas();
+        if (replicas == 0)
             return execute(
                 args, [handler = std::move(handler)](boost::system::error_code ec, const reply& r) mutable {
                     handler(decode_semaphore_reply(ec, r));
@@ -504,67 +477,39 @@ private:
         // decides.
         struct confirmation
         {
-            explicit confirmation(Handler h) : handler(std::move(h)) {}
+            confirmation(Handler h, unsigned replicas) : handler(std::move(h)), rule(replicas) {}
 
-            // The call's answer (`call_answer`), or WAIT's verdict: `enough_replicas`, or `refused`
-            // with no_permission (an ACL without WAIT).
-            void arrived(const semaphore_reply* call_answer, bool enough_replicas,
-                         boost::system::error_code refused = {})
+            void on_call(const semaphore_reply& answer)
             {
-                {
-                    const std::lock_guard<std::mutex> lock(mutex);
-                    if (call_answer)
-                        answer = *call_answer;
-                    else
-                    {
-                        confirmed = enough_replicas;
-                        wait_refused = refused;
-                    }
-                    if (++count != 2)
-                        return;
-                }
-                using outcome = semaphore_reply::outcome;
-                if (!confirmed && (answer.what == outcome::granted || answer.what == outcome::queued ||
-                                   answer.what == outcome::resized))
-                {
-                    // Not confirmed: the outcome is unknown, and the call is sent again; unless Redis
-                    // refuses WAIT itself (an ACL without it), which no replay would change.
-                    answer = semaphore_reply();
-                    answer.what = wait_refused ? outcome::failed : outcome::connection_lost;
-                    answer.error = wait_refused;
-                    answer.stored = static_cast<bool>(wait_refused);
-                }
-                handler(answer);
+                std::unique_lock<std::mutex> lock(mutex);
+                hand_on(rule.on_call(answer), lock);
+            }
+
+            void on_wait(boost::system::error_code ec, const reply& acks)
+            {
+                std::unique_lock<std::mutex> lock(mutex);
+                hand_on(rule.on_wait(ec, acks), lock);
+            }
+
+            void hand_on(const std::optional<semaphore_reply>& answer, std::unique_lock<std::mutex>& lock)
+            {
+                lock.unlock();
+                if (answer)
+                    handler(*answer);
             }
 
             std::mutex mutex;
             Handler handler;
-            int count = 0;
-            semaphore_reply answer;
-            bool confirmed = false;
-            boost::system::error_code wait_refused;
+            durable_confirmation rule;
         };
-        const std::shared_ptr<connection_impl> impl = link_.lock();
-        if (!impl)
-            return;
-        auto state = std::make_shared<confirmation>(std::move(handler));
-        start_confirmed_command(
-            impl, executor_,
-            [state](boost::system::error_code ec, const reply& r) {
-                const semaphore_reply answer = decode_semaphore_reply(ec, r);
-                state->arrived(&answer, false);
-            },
+        auto state = std::make_shared<confirmation>(std::move(handler), replicas);
+        link_->execute_confirmed(
             routed(args),
-            [state, wanted = durable_replicas_](boost::system::error_code ec, const reply& acks) {
-                state->arrived(nullptr,
-                               !ec && acks.kind == reply_kind::integer &&
-                                   acks.integer >= static_cast<std::int64_t>(wanted),
-                               decode_semaphore_reply(ec, acks).error == redis::error::no_permission
-                                   ? boost::system::error_code(redis::error::no_permission)
-                                   : boost::system::error_code());
+            [state](boost::system::error_code ec, const reply& r) {
+                state->on_call(decode_semaphore_reply(ec, r));
             },
-            routed(std::vector<std::string>{"WAIT", std::to_string(durable_replicas_),
-                                            std::to_string(wait_timeout_.count())}));
+            routed(durable_confirmation::wait_command(replicas, wait_timeout_)),
+            [state](boost::system::error_code ec, const reply& acks) { state->on_wait(ec, acks); });
     }
 
     // A command formatted for the node of the semaphore's slot in a cluster.
@@ -577,15 +522,14 @@ private:
     }
 
     // Sends a command, as the connection's async_execute does, to the node of the semaphore's
-    // slot in a cluster. Once the connection's implementation is gone (the connection destroyed,
-    // and nothing of its own left running), nothing is sent and the handler is destroyed: only a
-    // permit released after its connection (which the docs allow at context shutdown) gets here,
-    // and its lease lapses on the server.
+    // slot in a cluster. Once the connection is gone (destroyed, and nothing of its own left
+    // running), nothing is sent and the handler is destroyed: only a permit released after its
+    // connection (which the docs allow at context shutdown) gets here, and its lease lapses on the
+    // server.
     template <class Args, class Handler>
     void execute(const Args& args, Handler&& handler)
     {
-        if (const std::shared_ptr<connection_impl> impl = link_.lock())
-            start_command(impl, executor_, std::forward<Handler>(handler), routed(args));
+        link_->execute(routed(args), std::forward<Handler>(handler));
     }
 
     template <class Handler>
@@ -599,18 +543,20 @@ private:
     void send_release(release_call call, owned_op op)
     {
         auto command = script_.release(call.id, call.fence);
+        // Shared: a reply handler is copyable. Destroyed unsent, it destroys `op`.
         execute(command, [self = this->shared_from_this(), call = std::move(call),
-                          op = std::move(op)](boost::system::error_code ec, const reply& r) mutable {
+                          op = std::make_shared<owned_op>(std::move(op))](boost::system::error_code ec,
+                                                                          const reply& r) mutable {
             const release_step step = semaphore_client::on_release_reply(call, decode_semaphore_reply(ec, r));
             if (step.what == release_step::type::done)
             {
-                if (op)
-                    complete(std::move(op), step.error);
+                if (*op)
+                    complete(std::move(*op), step.error);
                 return;
             }
             if (step.what == release_step::type::reload_send)
                 self->load_library(0);
-            self->send_release(std::move(call), std::move(op));
+            self->send_release(std::move(call), std::move(*op));
         });
     }
 
@@ -677,17 +623,11 @@ private:
         });
     }
 
-    connection_type& connection_; // only while the semaphore lives: start, stop, status reads
-    // Commands go through the connection's implementation, held weakly: a permit may outlive the
-    // connection object (inside a handler destroyed at context shutdown), and its release must
-    // then not touch that object (see execute).
-    std::weak_ptr<connection_impl> link_;
+    std::shared_ptr<semaphore_link> link_;
     Executor executor_;
     const semaphore_script script_;
-    const unsigned durable_replicas_;              // 0: grants acknowledged by the primary alone
     const std::chrono::milliseconds wait_timeout_; // of each WAIT
-    typename connection_type::subscription_id subscription_{};
-    std::uint64_t listener_ = 0;
+    std::uint64_t started_ = 0;                    // what link_->start returned
     std::atomic<bool> closed_{false}; // close() was called: what an acquire of 0 reads without the mutex
 
     std::mutex mutex_;

@@ -6,39 +6,14 @@
 #ifndef ASIO_SYNC_REDIS_IMPL_SEMAPHORE_HPP
 #define ASIO_SYNC_REDIS_IMPL_SEMAPHORE_HPP
 
+#include <asio_sync/redis/detail/checked_semaphore_options.hpp>
 #include <asio_sync/redis/detail/semaphore_reply.hpp>
 
 #include <boost/asio/compose.hpp>
-#include <boost/throw_exception.hpp>
 
-#include <stdexcept>
 #include <type_traits>
 
 namespace asio_sync::redis {
-
-namespace detail {
-
-// The lease and safety margin of the options, checked.
-inline std::chrono::milliseconds checked_lease(std::chrono::milliseconds lease, std::chrono::milliseconds min,
-                                               std::chrono::milliseconds max)
-{
-    if (lease < min || lease > max)
-        boost::throw_exception(
-            std::invalid_argument("asio_sync::redis::basic_semaphore: lease_duration out of range"));
-    return lease;
-}
-
-inline std::chrono::milliseconds checked_margin(const semaphore_options& options)
-{
-    const std::chrono::milliseconds margin =
-        options.safety_margin.value_or(semaphore_options::default_safety_margin(options.lease_duration));
-    if (margin.count() < 0 || margin > options.lease_duration / 2)
-        boost::throw_exception(
-            std::invalid_argument("asio_sync::redis::basic_semaphore: safety_margin out of range"));
-    return margin;
-}
-
-} // namespace detail
 
 template <class Executor>
 class basic_semaphore<Executor>::initiate_async_acquire_permit
@@ -67,13 +42,14 @@ template <class Executor>
 struct basic_semaphore<Executor>::status_read
 {
     std::shared_ptr<engine_type> engine;
+    connection_type* connection;
     bool started = false;
 
     template <class Self>
     void operator()(Self& self, boost::system::error_code ec = {}, reply r = {})
     {
         if (!std::exchange(started, true))
-            return engine->connection().async_execute(engine->script().usage(), std::move(self));
+            return connection->async_execute(engine->script().usage(), std::move(self));
         using outcome = detail::semaphore_reply::outcome;
         const detail::semaphore_reply usage = detail::decode_semaphore_reply(ec, r);
         if (usage.what == outcome::usage)
@@ -123,7 +99,7 @@ public:
     void operator()(Handler&& handler) const
     {
         boost::asio::async_compose<Handler, void(boost::system::error_code, semaphore_status)>(
-            status_read{self_->engine_}, handler, self_->get_executor());
+            status_read{self_->engine_, self_->connection_}, handler, self_->get_executor());
     }
 
 private:
@@ -140,11 +116,10 @@ basic_semaphore<Executor>::basic_semaphore(connection_type& conn, std::string na
 template <class Executor>
 basic_semaphore<Executor>::basic_semaphore(connection_type& conn, std::string name, std::size_t capacity,
                                            const semaphore_options& options)
-    : executor_(conn.get_executor()),
+    : executor_(conn.get_executor()), connection_(&conn),
       engine_(std::make_shared<engine_type>(
-          conn, name, capacity,
-          detail::checked_lease(options.lease_duration, min_lease_duration, max_lease_duration),
-          detail::checked_margin(options), options.adopt_capacity, options.durable_replicas))
+          std::make_shared<detail::connection_semaphore_link<Executor>>(conn), executor_, name, capacity,
+          detail::checked_semaphore_options(options, min_lease_duration, max_lease_duration)))
 {
     engine_->start();
 }
