@@ -39,14 +39,11 @@ namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::name_on;
 using asio_sync::test::redis_cluster;
+using asio_sync::test::redis_server;
 using asio_sync::test::running_io;
 using asio_sync::test::slot_of_semaphore;
-using asio_sync::test::redis_server;
 using asio_sync::test::wait;
 using namespace std::chrono_literals;
-
-
-
 
 // The outcome of `f`, or, when it has not completed after `bound` (the documented behaviour may be
 // to wait), that of `f` once `conn` is closed: every outcome is counted, none is waited for

@@ -51,8 +51,9 @@ namespace asio_sync::redis {
 /// follow its failovers. With `connection_options::cluster_nodes` the connection speaks to a
 /// Redis Cluster: one command link per primary it has commands for, each command sent to the
 /// primary of its first key's slot, redirections (`MOVED`, `ASK`) followed and refusals during
-/// a migration or a failover (`TRYAGAIN`, `CLUSTERDOWN`) sent again (see docs/cluster.md, "Redis
-/// Cluster"). The constructor throws `std::invalid_argument` when both are given.
+/// a migration or a failover (`TRYAGAIN`, `CLUSTERDOWN`) sent again (see
+/// docs/cluster/sentinel-and-cluster.md, "Redis Cluster"). The constructor throws `std::invalid_argument`
+/// when both are given.
 ///
 /// **Completion.** A handler is never invoked from inside `async_execute`, `close` or the
 /// destructor. It runs through its associated executor (by default the connection's), as if by

@@ -21,8 +21,8 @@ namespace asio_sync::redis {
 ///
 /// Every member has a default, so a default-constructed value connects to `127.0.0.1:6379`,
 /// database 0, without `AUTH`. With `sentinels`, the connection asks Redis Sentinel where the
-/// primary is instead (see docs/cluster.md, "Sentinel"); with `cluster_nodes`, it speaks to a
-/// Redis Cluster (see docs/cluster.md, "Redis Cluster").
+/// primary is instead (see docs/cluster/sentinel-and-cluster.md, "Sentinel"); with `cluster_nodes`, it speaks
+/// to a Redis Cluster (see docs/cluster/sentinel-and-cluster.md, "Redis Cluster").
 struct connection_options
 {
     /// The address of one sentinel.

@@ -65,7 +65,7 @@ enum class error
 
     /// The server's access control refused a command of the fleet-wide semaphore (`NOPERM`): the
     /// connection's user lacks a permission, such as `FCALL` or `FUNCTION LOAD` (see the ACL
-    /// section of docs/cluster.md).
+    /// section of docs/cluster/operating.md).
     no_permission,
 
     /// The server is a read-only replica (`READONLY`): the fleet-wide semaphore must talk to the
@@ -87,7 +87,7 @@ enum class error
     /// Redis lost the fleet-wide semaphore's state while the permit was held: its keys were
     /// evicted or deleted, or the server restarted without its data. The permit is lost as with
     /// `lease_lost`; the semaphore started afresh, and grants nothing until every lease of the
-    /// lost state has lapsed. See "Lost state" in docs/cluster.md. Also the end of a resize that
+    /// lost state has lapsed. See "Lost state" in docs/cluster/how-it-works.md. Also the end of a resize that
     /// waited for the holders and that Redis lost (a failover to a replica without it).
     state_lost,
 
@@ -112,7 +112,7 @@ enum class error
     /// may be cut off from them, and from the sentinels, which may have promoted another server.
     /// Nothing was written: a permit whose release fails with it keeps its lease until the lease
     /// lapses. Acquires, resizes and renewals meet it too, and are sent again (see "A partitioned
-    /// primary" in docs/cluster.md).
+    /// primary" in docs/cluster/guarantees.md).
     no_replicas,
 
     /// With Sentinel and without `semaphore_options::durable_replicas`, the primary does not
@@ -120,7 +120,7 @@ enum class error
     /// `min-replicas-max-lag` is 0. A primary in a minority partition would then go on renewing
     /// the leases of the processes on its side after the sentinels promoted another server, for
     /// as long as the partition lasts, so the semaphore refuses to acquire there; set both on
-    /// every server of the set (see "A partitioned primary" in docs/cluster.md for the values and
+    /// every server of the set (see "A partitioned primary" in docs/cluster/guarantees.md for the values and
     /// the overlap they bound). Checked on each connect, where the server lets the connection read
     /// its configuration.
     replica_policy,

@@ -106,7 +106,7 @@ private:
 /// `value` and the new fence together. Otherwise it completes with `error::stale_fence` and the
 /// largest fence, and changes nothing. Pass the fencing token of the permit under which the value
 /// was computed (`permit::fencing_token()`): fences of one semaphore grow strictly, across
-/// restarts and lost state too (see docs/cluster.md).
+/// restarts and lost state too (see "Fencing tokens" in docs/cluster/how-it-works.md).
 ///
 /// The function `asio_sync_v1_fenced_set` of the library `asio_sync_fence_v1` does the work; it
 /// is loaded (`FUNCTION LOAD REPLACE`) when the server does not have it. Programs in other

@@ -88,7 +88,7 @@ enum class set_capacity_mode
 /// `error::eviction_policy`. Under Sentinel without durable grants, so is a primary that would
 /// write without its replicas (`min-replicas-to-write` or `min-replicas-max-lag` 0), with
 /// `error::replica_policy`: a primary cut off by a partition must refuse the renewals of the
-/// holders on its side (see "A partitioned primary" in docs/cluster.md). A call refused with
+/// holders on its side (see "A partitioned primary" in docs/cluster/guarantees.md). A call refused with
 /// `NOREPLICAS` did not run: an acquire, a resize or a renewal is sent again.
 ///
 /// **Completion.** A handler is never invoked from inside an initiating function, `cancel`,
@@ -106,7 +106,7 @@ enum class set_capacity_mode
 ///
 /// The design, the guarantees and their limits (one Redis primary, failover, clocks, lost state,
 /// choosing the lease), the errors and how to operate it are in the guide "Beyond one process"
-/// (docs/cluster.md).
+/// (docs/cluster/index.md).
 ///
 /// @tparam Executor The connection's executor type: the default executor of completion handlers,
 /// and the executor of the semaphore's timers.
@@ -248,12 +248,12 @@ public:
     /// - `error::wrong_type`, `error::invalid_argument`,
     ///   `error::no_permission`, `error::read_only`, `error::out_of_memory`,
     ///   `error::cluster_redirect`, `error::auth_failed`, `error::server_error`: Redis refused the
-    ///   call (see docs/cluster.md).
+    ///   call (see docs/cluster/errors.md).
     /// .
     /// A reply lost with the connection is not an error: the acquire is sent again with the same
     /// id, and is never granted twice. (A first send that a stuck proxy delivers after the acquire
     /// was released or given up runs as a new acquire that nobody renews: it lapses within one
-    /// lease; see docs/cluster.md.) While Redis is unreachable the acquire waits: bound it with
+    /// lease; see docs/cluster/guarantees.md.) While Redis is unreachable the acquire waits: bound it with
     /// `async_acquire_permit_for` or a cancellation.
     ///
     /// @par Thread safety
@@ -395,7 +395,7 @@ public:
     /// they wait. Every process learns the new capacity (`capacity()`), from the semaphore's channel
     /// or, should it miss the message, from its next read of the capacity; an acquire never fails
     /// because its process had not learnt it yet. The resize outlives the semaphore's state in
-    /// Redis when that is lost (see "Resizing" in docs/cluster.md).
+    /// Redis when that is lost (see docs/cluster/resizing.md).
     ///
     /// With `set_capacity_mode::wait_for_holders` the operation completes once the permits held are
     /// at most the new capacity (at once for a larger one); with `set_capacity_mode::at_once`, as
@@ -424,14 +424,14 @@ public:
     ///   resize whose reply was lost is otherwise sent again, and stored once.
     /// - `error::state_lost`: waiting for the holders, the resize was lost by Redis (a failover to
     ///   a replica that lacked it): an older capacity is in force again (see "Resizing" in
-    ///   docs/cluster.md).
+    ///   docs/cluster/resizing.md).
     /// - `asio_sync::error::closed`: `close()` was called, or the connection was closed before the
     ///   operation completed (the resize may have been stored).
     /// - `boost::asio::error::operation_aborted`: cancelled (terminal, partial, or by `cancel()`), or
     ///   the semaphore was destroyed while the operation waited; the resize may have been stored.
     /// - `error::wrong_type`, `error::no_permission`, `error::read_only`, `error::out_of_memory`,
     ///   `error::cluster_redirect`, `error::auth_failed`, `error::server_error`: Redis refused the
-    ///   call (see docs/cluster.md); nothing was stored.
+    ///   call (see docs/cluster/errors.md); nothing was stored.
     /// .
     /// While Redis is unreachable the operation waits: bound it with a cancellation.
     ///

@@ -53,7 +53,7 @@ struct semaphore_options
     /// replica with the largest replication offset it knows of among those of the best
     /// `replica-priority`: 1 suffices while the replicas keep in step; the number of replicas
     /// survives any choice. Zero (the default): grants are acknowledged by the primary alone (see
-    /// "Failover" in docs/cluster.md).
+    /// "Failover" in docs/cluster/guarantees.md).
     unsigned durable_replicas = 0;
 
     /// The default safety margin: a fiftieth of the lease plus 5 ms (205 ms for a lease of 10 s).
