@@ -9,7 +9,7 @@
 // Where the commands of a connection go, without I/O: the nodes known (the one server, or the
 // nodes of a Redis Cluster), the node of each slot as CLUSTER SLOTS and the MOVED answers said, the
 // nodes found to be standalone servers, and when the map is asked again. Each decision is an
-// action for the driver (connection_impl.hpp), which owns the links and the queues: send a
+// action for connection_impl.hpp, which carries it out on the links (link_driver.hpp) and queues: send a
 // command to a node (after ASKING), delay it, fail it; ask the map through a node, start the
 // nodes' links, or wait until the map may be asked. What the router needs to know of the links
 // and of the queues it reads from a view given to each decision:

@@ -8,7 +8,7 @@
 
 // The commands each link of a connection runs at the start of every session, before anything
 // else, from the options and the commands registered with add_setup_command, without I/O. The
-// driver (connection_impl.hpp) hands them to the link's request_pipeline.
+// driver (link_driver.hpp) hands them to the link's request_pipeline.
 
 #include <asio_sync/redis/connection_options.hpp>
 #include <asio_sync/redis/detail/command.hpp>

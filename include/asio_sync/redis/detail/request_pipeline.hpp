@@ -9,7 +9,7 @@
 // The command link's requests, without I/O: the callers' commands waiting to be written, and the
 // replies the server owes, in the order of the commands written (set-up commands, callers'
 // commands, health checks). Each session of the link starts with its set-up; the callers'
-// commands are written once it has succeeded. The driver (connection_impl.hpp) moves the bytes it
+// commands are written once it has succeeded. The driver (link_driver.hpp) moves the bytes it
 // returns to the socket and feeds it the replies it reads.
 
 #include <asio_sync/error.hpp>

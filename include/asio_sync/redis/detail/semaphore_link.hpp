@@ -37,7 +37,7 @@ public:
 
     virtual ~semaphore_link() = default;
 
-    // Sends `command`; `handler` hears its reply, through the engine's executor. Once the
+    // Sends `command`; `handler` hears its reply, through the connection's executor. Once the
     // connection is gone, nothing is sent and `handler` is destroyed.
     virtual void execute(formatted_command command, reply_handler handler) = 0;
 
@@ -50,7 +50,7 @@ public:
     // Registers a command that runs on every connect, whose error reply is ignored.
     virtual void add_setup_command(formatted_command command) = 0;
 
-    // Subscribes to `channel` (the callbacks run through the engine's executor) and registers
+    // Subscribes to `channel` (the callbacks run through the connection's executor) and registers
     // listeners called on the connection's own sequence each time the command link is
     // (re)established and once when the connection is closed. Returns what to give to stop().
     virtual std::uint64_t start(std::string channel, message_callback on_message,

@@ -7,7 +7,7 @@
 #define ASIO_SYNC_REDIS_DETAIL_SENTINEL_QUERY_HPP
 
 // Asking one sentinel where the primary is, without I/O: the bytes to write to it, and what its
-// replies say. The driver (connection_impl.hpp) connects to the sentinel, writes request(), feeds
+// replies say. The driver (link_driver.hpp) connects to the sentinel, writes request(), feeds
 // the replies to on_reply() until it stops saying `pending`, and hangs up. And what a sentinel
 // announces on its pub/sub when it switches a primary: switched_primary().
 

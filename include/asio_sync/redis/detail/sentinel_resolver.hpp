@@ -9,7 +9,7 @@
 // Finding the primary through the sentinels, without I/O: which sentinel a link's attempt asks
 // next, what each answer or failure means, when the attempt gives up and with which error, and
 // which sentinel the next attempt (and the watch link) starts from. The driver
-// (connection_impl.hpp) connects to the sentinel a step names, writes its question (the attempt's
+// (link_driver.hpp) connects to the sentinel a step names, writes its question (the attempt's
 // query), feeds it the replies, and connects to the primary once a step says so; it tells the
 // resolver what the server it reached turned out to be.
 

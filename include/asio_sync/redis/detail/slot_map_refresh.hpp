@@ -8,8 +8,8 @@
 
 // When a Redis Cluster connection may ask a node for the slot map (CLUSTER SLOTS) again, without
 // I/O: at most once per interval (reconnect_delay_min), so that nodes whose maps disagree (MOVED
-// back and forth) or a storm of redirections cannot make it ask in a loop. The driver
-// (connection_impl.hpp) asks when it may, and otherwise arms a timer for when it may.
+// back and forth) or a storm of redirections cannot make it ask in a loop. The cluster_router
+// asks when it may, and otherwise has connection_impl.hpp arm a timer for when it may.
 
 #include <algorithm>
 #include <chrono>
