@@ -190,13 +190,24 @@ std::string address_reply(const std::string& host, const std::string& port)
            "\r\n" + port + "\r\n";
 }
 
-// A loopback port where nothing listens (taken and given back at once).
-std::uint16_t unused_port()
+// A loopback port where nothing listens: a socket bound to it and never listening, held for the
+// object's life, so that no other process (a server another test starts) can take the port
+// meanwhile; a connection to it is refused.
+class refused_port
 {
-    asio::io_context io;
-    asio::ip::tcp::acceptor a(io, {asio::ip::make_address_v4("127.0.0.1"), 0});
-    return a.local_endpoint().port();
-}
+public:
+    refused_port() : socket_(io_)
+    {
+        socket_.open(asio::ip::tcp::v4());
+        socket_.bind({asio::ip::make_address_v4("127.0.0.1"), 0});
+    }
+
+    std::uint16_t number() const { return socket_.local_endpoint().port(); }
+
+private:
+    asio::io_context io_;
+    asio::ip::tcp::socket socket_;
+};
 
 // A peer that plays a sentinel that misbehaves: every connection it accepts gets, after the
 // first bytes it sends, the answer set at that moment (any bytes), then is read until it hangs
@@ -419,6 +430,7 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_no_usable_primary_is_never_used)
     o.sentinels = {{"127.0.0.1", sentinel.port()}};
     o.master_name = "primary";
     const std::string replica_port = std::to_string(replica.port());
+    const refused_port nothing_listens;
     const std::vector<std::pair<const char*, std::string>> answers = {
         {"an error", "-ERR No such master with that name\r\n"},
         {"bytes that are not RESP", "hello\r\n"},
@@ -429,7 +441,8 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_no_usable_primary_is_never_used)
         {"port 70000", address_reply("127.0.0.1", "70000")},
         {"a port that is not a number", address_reply("127.0.0.1", "63 79")},
         {"a host that does not resolve", address_reply("no-such-host.invalid", replica_port)},
-        {"a port where nothing listens", address_reply("127.0.0.1", std::to_string(unused_port()))},
+        {"a port where nothing listens",
+         address_reply("127.0.0.1", std::to_string(nothing_listens.number()))},
         {"a replica's address", address_reply("127.0.0.1", replica_port)},
     };
     sentinel.answer(answers.front().second);
