@@ -17,6 +17,7 @@
 #include <limits>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
 
 namespace asio_sync::detail {
 
@@ -85,6 +86,17 @@ public:
     // The bound; max_permits for an unbounded core.
     std::size_t capacity() const noexcept { return bound_.load(std::memory_order_relaxed); }
 
+    // The open debt and the permits the queued acquires still miss, read together under the mutex:
+    // what a leased share (redis/detail/share_engine.hpp) adds to the permits in use as its demand.
+    std::pair<std::size_t, std::size_t> shortfall()
+    {
+        std::lock_guard<Mutex> lock(mutex_);
+        std::size_t missing = 0;
+        for (const semaphore_waiter* w = queue_.front(); w; w = w->next)
+            missing += w->missing;
+        return {debt_, missing};
+    }
+
     // Lock-free. Fails when closed, when the semaphore is diverting permits (someone is queued or
     // there is a debt) and n > 0, or when fewer than n are there.
     BOOST_FORCEINLINE bool try_acquire(std::size_t n, bool to_permit = false) noexcept
@@ -132,8 +144,8 @@ public:
                     return waiter_outcome::granted;
                 }
                 // What it drains stays in circulation: the room does not move.
-                if (state_.compare_exchange_weak(s, (s & room_mask_) | divert_flag,
-                                                 std::memory_order_acquire, std::memory_order_relaxed))
+                if (state_.compare_exchange_weak(s, (s & room_mask_) | divert_flag, std::memory_order_acquire,
+                                                 std::memory_order_relaxed))
                 {
                     w.missing = n - drained;
                     w.collected = drained;

@@ -35,6 +35,34 @@ enum class acquire_mode
     try_once, // granted at once or busy, never queued
 };
 
+// The prefix of a fleet-wide object's keys, "asio_sync:{<name>}:". Names are escaped so that the
+// hash tag is the whole name: '%', '{' and '}' become %25, %7B and %7D (an injective mapping). An
+// empty name would make an empty tag, which Redis ignores.
+inline std::string key_prefix(std::string_view name)
+{
+    if (name.empty())
+        boost::throw_exception(std::invalid_argument("asio_sync::redis: a name must not be empty"));
+    std::string prefix = "asio_sync:{";
+    for (const char c : name)
+    {
+        switch (c)
+        {
+        case '%':
+            prefix += "%25";
+            break;
+        case '{':
+            prefix += "%7B";
+            break;
+        case '}':
+            prefix += "%7D";
+            break;
+        default:
+            prefix += c;
+        }
+    }
+    return prefix + "}:";
+}
+
 class semaphore_script
 {
 public:
@@ -47,32 +75,9 @@ public:
         return {"FUNCTION", "LOAD", "REPLACE", std::string(semaphore_library::source)};
     }
 
-    // Names are escaped so that the hash tag is the whole name: '%', '{' and '}' become %25, %7B
-    // and %7D (an injective mapping). An empty name would make an empty tag, which Redis ignores.
     explicit semaphore_script(std::string_view name)
     {
-        if (name.empty())
-            boost::throw_exception(
-                std::invalid_argument("asio_sync::redis: a semaphore name must not be empty"));
-        std::string prefix = "asio_sync:{";
-        for (const char c : name)
-        {
-            switch (c)
-            {
-            case '%':
-                prefix += "%25";
-                break;
-            case '{':
-                prefix += "%7B";
-                break;
-            case '}':
-                prefix += "%7D";
-                break;
-            default:
-                prefix += c;
-            }
-        }
-        prefix += "}:";
+        const std::string prefix = key_prefix(name);
         keys_.reserve(key_count);
         for (const std::string_view suffix : semaphore_library::key_suffixes)
             keys_.push_back(prefix + std::string(suffix));
