@@ -277,7 +277,7 @@ public:
     ///
     /// \ecsig
     /// \asyncwait
-    /// \waitparams
+    /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_wait_lost(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))
