@@ -477,6 +477,26 @@ BOOST_FIXTURE_TEST_CASE(a_resize_moves_the_targets_and_held_follows_the_bounds, 
     BOOST_TEST(refresh("c", 5, 0) == "share 3 3 1000 F4 3");
 }
 
+// Below a smaller capacity, what a process gives back frees nothing for the others until the held
+// sum is below the capacity: only then is 'divided' published for them.
+BOOST_FIXTURE_TEST_CASE(after_a_resize_down_capacity_is_free_once_the_held_sum_is_below_it, share_fixture)
+{
+    BOOST_TEST(refresh("a", 10, 0) == "share 10 10 1000 F1 10");
+    BOOST_TEST(refresh("b", 10, 0) == "share 0 5 1000 F2 10");
+    BOOST_TEST(resize(4) == "resized 4");
+    BOOST_TEST(published() == 2);
+    BOOST_TEST(refresh("a", 10, 8) == "share 8 2 1000 F1 4");
+    BOOST_TEST(published() == 0); // b is below its target, but nothing is free
+    BOOST_TEST(refresh("b", 10, 0) == "share 0 2 1000 F2 4");
+    BOOST_TEST(refresh("a", 10, 3) == "share 3 2 1000 F1 4");
+    BOOST_TEST(published() == 1); // 1 free
+    BOOST_TEST(refresh("b", 10, 0) == "share 1 2 1000 F2 4");
+    BOOST_TEST(refresh("a", 10, 2) == "share 2 2 1000 F1 4");
+    BOOST_TEST(published() == 1);
+    BOOST_TEST(refresh("b", 10, 1) == "share 2 2 1000 F2 4");
+    BOOST_TEST(status() == "status 4 4 0 | a 2 10 2 1000 F1 | b 2 10 2 1000 F2");
+}
+
 BOOST_FIXTURE_TEST_CASE(leave_frees_what_the_process_held, share_fixture)
 {
     BOOST_TEST(refresh("a", 6, 0) == "share 6 6 1000 F1 10");
@@ -729,11 +749,12 @@ struct model
 
 // A process that obeys its grants: it uses at most its share (min(held, target) of its last
 // answer), or what it used before while it gives back; its bound is its share plus that debt; when
-// its lease has ended it has stopped using anything.
+// its lease has ended, or an answer carries another fence (its entry was lost), it has stopped
+// using anything.
 struct obeying_process
 {
     std::uint64_t share = 0, in_use = 0, lease_end = 0;
-    bool joined = false;
+    std::string fence; // empty before its first answer
 };
 
 } // namespace
@@ -749,6 +770,8 @@ BOOST_FIXTURE_TEST_CASE(a_random_run_keeps_the_invariants_and_matches_the_model,
     model m;
     std::uint64_t now = 0, previous_sum = 0;
     std::map<std::string, std::uint64_t> previous_held;
+    // How often each case occurred: the run must reach them all.
+    int woken = 0, quiet = 0, above_capacity = 0, expired = 0, lost = 0, left = 0, resized = 0;
     for (int step = 0; step < 3000; ++step)
     {
         BOOST_TEST_CONTEXT("step " << step)
@@ -759,8 +782,11 @@ BOOST_FIXTURE_TEST_CASE(a_random_run_keeps_the_invariants_and_matches_the_model,
             {
                 const std::string& id = ids[draw(0, ids.size() - 1)];
                 obeying_process& p = processes[id];
-                if (p.joined && now >= p.lease_end)
+                if (!p.fence.empty() && now >= p.lease_end)
+                {
                     p = obeying_process{};
+                    ++expired;
+                }
                 p.in_use -= draw(0, p.in_use);
                 if (p.share > p.in_use)
                     p.in_use += draw(0, p.share - p.in_use);
@@ -771,13 +797,28 @@ BOOST_FIXTURE_TEST_CASE(a_random_run_keeps_the_invariants_and_matches_the_model,
                 BOOST_TEST_REQUIRE(refresh(id, want, bound, lease) == expected);
                 wake = publishes;
                 const model::entry& e = m.entries.at(id);
+                if (!p.fence.empty() && e.fence != p.fence)
+                {
+                    p.in_use = 0;
+                    ++lost;
+                }
                 p.share = std::min(e.held, e.target);
-                p.joined = true;
+                p.fence = e.fence;
                 p.lease_end = now + lease;
+            }
+            else if (action < 83)
+            {
+                now += draw(0, 500);
+                at(now);
+                wrote = false;
             }
             else if (action < 85)
             {
-                now += draw(0, 500);
+                // The state lost, and the clock moved on (fences follow it).
+                command({"DEL", key});
+                m.entries.clear();
+                m.capacity = 0;
+                now += draw(1, 500);
                 at(now);
                 wrote = false;
             }
@@ -787,6 +828,7 @@ BOOST_FIXTURE_TEST_CASE(a_random_run_keeps_the_invariants_and_matches_the_model,
                 m.resize(to, now);
                 BOOST_TEST_REQUIRE(resize(to) == "resized " + std::to_string(to));
                 wake = true;
+                ++resized;
             }
             else if (action < 95)
             {
@@ -797,6 +839,7 @@ BOOST_FIXTURE_TEST_CASE(a_random_run_keeps_the_invariants_and_matches_the_model,
                     wake = m.leave(id, now);
                     BOOST_TEST_REQUIRE(leave(id) == "left " + std::to_string(m.capacity));
                     p = obeying_process{};
+                    ++left;
                 }
                 else
                     wrote = false;
@@ -832,8 +875,15 @@ BOOST_FIXTURE_TEST_CASE(a_random_run_keeps_the_invariants_and_matches_the_model,
                 BOOST_TEST_REQUIRE(joined(targets) == joined(fair_division(capacity_now, wants)));
             previous_sum = sum;
             previous_held = std::move(held);
+            if (wrote)
+                ++(wake ? woken : quiet);
+            above_capacity += sum > capacity_now;
         }
     }
+    BOOST_TEST_MESSAGE("woken " << woken << ", quiet " << quiet << ", above the capacity " << above_capacity
+                                << ", expired " << expired << ", lost " << lost << ", left " << left
+                                << ", resized " << resized);
+    BOOST_TEST(std::min({woken, quiet, above_capacity, expired, lost, left, resized}) > 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
