@@ -12,6 +12,7 @@
 #include <support/io_steps.hpp>
 #include <support/io_threads.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/error.hpp>
@@ -151,7 +152,7 @@ BOOST_AUTO_TEST_CASE(each_outcome_counts_as_documented)
     p1->success();
     BOOST_TEST_REQUIRE(s.script->samples.size() == 1u);
     BOOST_TEST(!s.script->samples[0].dropped);
-    BOOST_TEST(s.script->samples[0].latency >= std::chrono::nanoseconds(0));
+    BOOST_TEST((s.script->samples[0].latency >= std::chrono::nanoseconds(0)));
     BOOST_TEST(s.script->samples[0].in_flight == 1u);
     BOOST_TEST(!*p1);
 
@@ -270,6 +271,9 @@ BOOST_AUTO_TEST_CASE(every_completion_token)
             permit p = co_await s.limiter.async_acquire(asio::use_awaitable);
             BOOST_TEST(p.count() == 1u);
             p.success();
+            auto [ec, none] = co_await s.limiter.async_acquire(101, asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(ec == error_code(asio_sync::error::too_many_permits));
+            BOOST_TEST(none.count() == 0u);
             done = true;
         },
         asio::detached);
