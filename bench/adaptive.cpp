@@ -114,6 +114,55 @@ void BM_limiter_permit_success(benchmark::State& state)
 }
 BENCHMARK(BM_limiter_permit_success)->Threads(1)->Threads(2);
 
+// The asynchronous acquires, as chains on a running io_context(1): each handler drops its permit
+// and starts the next acquire, so every acquire is decided at once (bench/uncontended.cpp's
+// chains).
+constexpr benchmark::IterationCount chain_length = 10000;
+
+template <class StartNext>
+void run_chain(benchmark::State& state, asio::io_context& io, StartNext start_next)
+{
+    while (state.KeepRunningBatch(chain_length))
+    {
+        benchmark::IterationCount left = chain_length;
+        start_next(left);
+        io.restart();
+        io.run();
+    }
+}
+
+void BM_semaphore_async_permit_plus_now(benchmark::State& state)
+{
+    asio::io_context io(1);
+    io_semaphore semaphore(io.get_executor(), 1);
+    std::function<void(benchmark::IterationCount&)> next = [&](benchmark::IterationCount& left) {
+        semaphore.async_acquire_permit(1, [&](boost::system::error_code, io_semaphore::permit p) {
+            clock_type::time_point now = clock_type::now();
+            benchmark::DoNotOptimize(now);
+            p.release();
+            if (--left != 0)
+                next(left);
+        });
+    };
+    run_chain(state, io, next);
+}
+BENCHMARK(BM_semaphore_async_permit_plus_now);
+
+void BM_limiter_async_permit_ignored(benchmark::State& state)
+{
+    asio::io_context io(1);
+    io_limiter limiter(io.get_executor(), asio_sync::vegas_limit({1, 1, 1}));
+    std::function<void(benchmark::IterationCount&)> next = [&](benchmark::IterationCount& left) {
+        limiter.async_acquire([&](boost::system::error_code, io_limiter::permit p) {
+            p.ignore();
+            if (--left != 0)
+                next(left);
+        });
+    };
+    run_chain(state, io, next);
+}
+BENCHMARK(BM_limiter_async_permit_ignored);
+
 // ---- The simulation ---------------------------------------------------------------------------
 
 constexpr double mean_service_ms = 5;
