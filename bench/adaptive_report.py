@@ -5,13 +5,13 @@
 # file LICENSE_1_0.txt or copy at https://www.boost.org/LICENSE_1_0.txt)
 """Turns the output of `bench_adaptive --simulate` into a Markdown table and an SVG chart.
 
-Usage: adaptive_report.py RUN_DIR OUT.md OUT.svg [ALONE_DIR [NAME]]
+Usage: adaptive_report.py RUN_DIR OUT.md OUT.svg [ALONE_DIR...]
 
 Per configuration and phase: the median over the runs of goodput and p99. The oracle is the
 fixed K with the best median goodput in each phase (ties broken by p99). For each algorithm, how
 long the limit took to enter [0.8 C, 1.2 C] after each change of C, and the share of the rest of
-the phase it spent there (medians over the runs). With ALONE_DIR: the figures of one
-configuration run by itself against the same one in the pack.
+the phase it spent there (medians over the runs). Each ALONE_DIR holds one configuration run by
+itself (`--alone NAME --runs 1`), compared with the same configuration in run 0 of the pack.
 """
 import csv
 import statistics
@@ -64,7 +64,7 @@ def svg(trace, med, oracle, phase_seconds, path):
     x = lambda t: left + (width - left - 20) * t / total
     y = lambda v: top + plot_h - plot_h * min(v, ymax) / ymax
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
-             f'<text x="{left}" y="{top - 5}">Limit over time (run 0) against C; goodput per phase (medians of the runs)</text>',
+             f'<text x="{left}" y="{top - 5}">Limit over time (run 0; clipped at {ymax}) against C (dashed); goodput per phase (medians of the runs)</text>',
              f'<line x1="{left}" y1="{top + plot_h}" x2="{width - 20}" y2="{top + plot_h}" stroke="#888"/>',
              f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#888"/>']
     for v in (0, 8, 16, 32, 48, 64):
@@ -94,8 +94,9 @@ def svg(trace, med, oracle, phase_seconds, path):
             h = 140 * g / gmax
             bx = left + phase * 270 + i * 45
             parts.append(f'<rect x="{bx}" y="{base - h:.1f}" width="38" height="{h:.1f}" fill="{bar_colours[name]}"/>')
-            parts.append(f'<text x="{bx}" y="{base + 12}" font-size="9">{name[:8]}</text>')
-        parts.append(f'<text x="{left + phase * 270}" y="{base - 150}">phase {phase + 1}: goodput/s</text>')
+            parts.append(f'<text x="{bx}" y="{base + 12}" font-size="9">{name[:9]}</text>')
+            parts.append(f'<text x="{bx}" y="{base - h - 3:.1f}" font-size="9">{g:.0f}</text>')
+        parts.append(f'<text x="{left + phase * 270}" y="{base - 160}">phase {phase + 1}: goodput/s</text>')
     parts.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(parts) + "\n")
@@ -128,14 +129,16 @@ def main():
         b = band_figures(trace, name, phase_seconds)
         lines.append(f"| {name} | {g} | {l} | {b[1][0]:.1f}, {b[1][1]:.0%} | {b[2][0]:.1f}, {b[2][1]:.0%} |")
     if len(sys.argv) > 4:
-        alone_summary = read(f"{sys.argv[4]}/summary.csv")
-        name = alone_summary[0]["config"]
-        alone = medians(alone_summary)
         pack0 = medians([r for r in summary if r["run"] == "0"])
-        lines += ["", f"Interference: {name} alone (run 0's seed) against run 0 in the pack of {len(fixed) + 4} configurations:", "",
-                  "| phase | goodput alone | goodput in pack | p99 alone | p99 in pack |", "|---|---|---|---|---|"]
-        for p in range(3):
-            lines.append(f"| {p + 1} | {alone[(name, p)][0]:.0f} | {pack0[(name, p)][0]:.0f} | {alone[(name, p)][1]:.1f} | {pack0[(name, p)][1]:.1f} |")
+        lines += ["", f"Interference: each configuration alone (run 0's seed) against run 0 in the pack of {len(fixed) + 4} configurations:", "",
+                  "| configuration | phase | goodput alone | goodput in pack | p99 alone | p99 in pack |", "|---|---|---|---|---|---|"]
+        for alone_dir in sys.argv[4:]:
+            alone_summary = read(f"{alone_dir}/summary.csv")
+            name = alone_summary[0]["config"]
+            alone = medians(alone_summary)
+            for p in range(3):
+                lines.append(f"| {name} | {p + 1} | {alone[(name, p)][0]:.0f} | {pack0[(name, p)][0]:.0f} | "
+                             f"{alone[(name, p)][1]:.1f} | {pack0[(name, p)][1]:.1f} |")
     with open(out_md, "w") as f:
         f.write("\n".join(lines) + "\n")
     svg(trace, med, oracle, phase_seconds, out_svg)
