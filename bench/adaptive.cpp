@@ -44,11 +44,11 @@
 #include <memory>
 #include <optional>
 #include <queue>
-#include <tuple>
-#include <utility>
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -346,13 +346,15 @@ private:
 std::vector<std::unique_ptr<simulation>> configurations(double phase_seconds, std::uint64_t seed)
 {
     std::vector<std::unique_ptr<simulation>> all;
-    all.push_back(std::make_unique<simulation>("none", [](asio::io_context&) { return admission(); },
-                                               phase_seconds, seed));
+    all.push_back(std::make_unique<simulation>(
+        "none", [](asio::io_context&) { return admission(); }, phase_seconds, seed));
     for (std::size_t k : {4u, 6u, 8u, 10u, 12u, 16u, 20u, 24u, 32u, 40u, 48u})
     {
         all.push_back(std::make_unique<simulation>(
             "fixed" + std::to_string(k),
-            [k](asio::io_context& io) { return admission(std::make_unique<io_semaphore>(io.get_executor(), k)); },
+            [k](asio::io_context& io) {
+                return admission(std::make_unique<io_semaphore>(io.get_executor(), k));
+            },
             phase_seconds, seed));
         all.back()->fixed_k_ = k;
     }
@@ -416,10 +418,12 @@ int simulate(int argc, char** argv)
     std::fprintf(trace, "run,config,t,limit,capacity\n");
     for (int run = 0; run < runs; ++run)
     {
-        std::vector<std::unique_ptr<simulation>> all = configurations(phase_seconds, static_cast<std::uint64_t>(1000 + run));
+        std::vector<std::unique_ptr<simulation>> all =
+            configurations(phase_seconds, static_cast<std::uint64_t>(1000 + run));
         if (!alone.empty())
-            all.erase(std::remove_if(all.begin(), all.end(), [&](const auto& s) { return s->name() != alone; }),
-                      all.end());
+            all.erase(
+                std::remove_if(all.begin(), all.end(), [&](const auto& s) { return s->name() != alone; }),
+                all.end());
         std::vector<std::thread> threads;
         for (auto& s : all)
             threads.emplace_back([&s] { s->run(); });

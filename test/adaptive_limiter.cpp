@@ -88,9 +88,12 @@ struct change
 struct scripted_limiter
 {
     explicit scripted_limiter(std::size_t initial, std::size_t ceiling = 100)
-        : algorithm{std::make_shared<scripted_limit::state>(), initial, ceiling}, script(algorithm.script), limiter(io, algorithm)
+        : algorithm{std::make_shared<scripted_limit::state>(), initial, ceiling}, script(algorithm.script),
+          limiter(io, algorithm)
     {
-        limiter.set_listener([this](std::size_t o, std::size_t n, limit_reason r) { changes.push_back({o, n, r}); });
+        limiter.set_listener([this](std::size_t o, std::size_t n, limit_reason r) {
+            changes.push_back({o, n, r});
+        });
     }
 
     asio::io_context io;
@@ -163,7 +166,9 @@ BOOST_AUTO_TEST_CASE(each_outcome_counts_as_documented)
 
     p3->ignore();
     p3->success(); // holds nothing: no sample
-    { permit destroyed = std::move(*s.limiter.try_acquire()); }
+    {
+        permit destroyed = std::move(*s.limiter.try_acquire());
+    }
     BOOST_TEST(s.script->samples.size() == 2u);
     BOOST_TEST(s.limiter.available() == 4u);
     BOOST_TEST(s.changes.empty());

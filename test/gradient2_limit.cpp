@@ -29,7 +29,10 @@ gradient2_limit::options script(std::size_t initial, std::size_t min_limit, std:
     return o;
 }
 
-limit_sample success(std::chrono::nanoseconds latency, std::size_t in_flight) { return {latency, in_flight, false}; }
+limit_sample success(std::chrono::nanoseconds latency, std::size_t in_flight)
+{
+    return {latency, in_flight, false};
+}
 
 } // namespace
 

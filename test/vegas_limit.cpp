@@ -31,7 +31,10 @@ vegas_limit::options script(std::size_t initial, std::size_t min_limit, std::siz
     return o;
 }
 
-limit_sample success(nanoseconds latency, std::size_t in_flight) { return {latency, in_flight, false}; }
+limit_sample success(nanoseconds latency, std::size_t in_flight)
+{
+    return {latency, in_flight, false};
+}
 
 } // namespace
 

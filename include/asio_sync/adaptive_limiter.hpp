@@ -90,7 +90,8 @@ public:
     /// It runs on the thread that returned the permit, after the limit has changed, under no
     /// lock; when permits return on several threads, calls may overlap or arrive out of order,
     /// but each one's old and new values are exact. It must not throw.
-    using limit_listener = std::function<void(std::size_t old_limit, std::size_t new_limit, limit_reason reason)>;
+    using limit_listener =
+        std::function<void(std::size_t old_limit, std::size_t new_limit, limit_reason reason)>;
 
     class permit;
 

@@ -63,7 +63,8 @@ public:
           limit_(static_cast<std::size_t>(detail::initial_limit(o.initial_limit, o.min_limit, o.max_limit)))
     {
         if (!(o.backoff_ratio >= 0.5 && o.backoff_ratio < 1))
-            boost::throw_exception(std::invalid_argument("asio_sync: AIMD backoff_ratio must be in [0.5, 1)"));
+            boost::throw_exception(
+                std::invalid_argument("asio_sync: AIMD backoff_ratio must be in [0.5, 1)"));
         if (o.timeout.count() <= 0)
             boost::throw_exception(std::invalid_argument("asio_sync: AIMD timeout must be positive"));
     }
@@ -87,8 +88,8 @@ public:
             next = static_cast<std::size_t>(static_cast<double>(limit_) * options_.backoff_ratio);
         else if (s.in_flight * 2 >= limit_)
             next = limit_ + 1;
-        limit_ = static_cast<std::size_t>(detail::clamp_limit(static_cast<double>(next), options_.min_limit,
-                                                              options_.max_limit));
+        limit_ = static_cast<std::size_t>(
+            detail::clamp_limit(static_cast<double>(next), options_.min_limit, options_.max_limit));
     }
 
 private:
@@ -96,7 +97,9 @@ private:
     std::size_t limit_;
 };
 
-inline aimd_limit::aimd_limit() : aimd_limit(options()) {}
+inline aimd_limit::aimd_limit() : aimd_limit(options())
+{
+}
 
 } // namespace asio_sync
 

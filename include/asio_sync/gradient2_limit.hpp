@@ -74,9 +74,11 @@ public:
     {
         detail::checked_smoothing(o.smoothing);
         if (!(o.rtt_tolerance >= 1))
-            boost::throw_exception(std::invalid_argument("asio_sync: Gradient2 rtt_tolerance must be at least 1"));
+            boost::throw_exception(
+                std::invalid_argument("asio_sync: Gradient2 rtt_tolerance must be at least 1"));
         if (o.long_window == 0)
-            boost::throw_exception(std::invalid_argument("asio_sync: Gradient2 long_window must be at least 1"));
+            boost::throw_exception(
+                std::invalid_argument("asio_sync: Gradient2 long_window must be at least 1"));
     }
 
     /// Returns the current limit.
@@ -99,7 +101,8 @@ public:
     /// @param s The sample; a latency of 0 counts as 1 ns.
     void on_sample(const limit_sample& s) noexcept
     {
-        const double latency = static_cast<double>(std::max<std::chrono::nanoseconds::rep>(s.latency.count(), 1));
+        const double latency =
+            static_cast<double>(std::max<std::chrono::nanoseconds::rep>(s.latency.count(), 1));
         if (samples_ < warmup_samples)
         {
             ++samples_;
@@ -130,7 +133,9 @@ private:
     std::size_t samples_ = 0;
 };
 
-inline gradient2_limit::gradient2_limit() : gradient2_limit(options()) {}
+inline gradient2_limit::gradient2_limit() : gradient2_limit(options())
+{
+}
 
 } // namespace asio_sync
 

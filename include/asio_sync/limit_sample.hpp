@@ -32,7 +32,8 @@ enum class limit_reason
 /// - `std::size_t limit() const`: the current limit, in `[min_limit(), max_limit()]`;
 /// - `std::size_t min_limit() const` and `std::size_t max_limit() const`: the floor and the
 ///   ceiling, fixed at construction (`min_limit() >= 1`);
-/// - `void on_sample(const limit_sample&)`: learns one outcome, and may move `limit()`.
+/// - `void on_sample(const limit_sample&)`: learns one outcome, and may move `limit()`. It must
+///   not throw: it runs inside a permit's return, which is `noexcept`.
 ///
 /// asio_sync::basic_adaptive_limiter calls `on_sample` on the thread that returns a permit,
 /// one call at a time, so the algorithm needs no synchronisation of its own.

@@ -121,8 +121,8 @@ public:
             return;
         else
         {
-            const double queue = std::ceil(limit_ * (1 - static_cast<double>(no_load_.count()) /
-                                                             static_cast<double>(latency.count())));
+            const double queue = std::ceil(
+                limit_ * (1 - static_cast<double>(no_load_.count()) / static_cast<double>(latency.count())));
             if (queue <= step)
                 next = limit_ + options_.beta * step;
             else if (queue < options_.alpha * step)
@@ -151,7 +151,9 @@ private:
     double probe_after_ = 0;
 };
 
-inline vegas_limit::vegas_limit() : vegas_limit(options()) {}
+inline vegas_limit::vegas_limit() : vegas_limit(options())
+{
+}
 
 } // namespace asio_sync
 

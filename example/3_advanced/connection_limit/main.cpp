@@ -297,8 +297,8 @@ double seconds_since(clock_type::time_point start)
 
 // The adaptive limiter of --adaptive: at most K, at least 1, starting at K; AIMD counts a session
 // slower than twice the longest unloaded work as a drop.
-asio_sync::adaptive_limiter* make_adaptive(std::optional<asio_sync::adaptive_limiter>& storage, asio::io_context& ctx,
-                                           const options& opts)
+asio_sync::adaptive_limiter* make_adaptive(std::optional<asio_sync::adaptive_limiter>& storage,
+                                           asio::io_context& ctx, const options& opts)
 {
     if (opts.adaptive == "vegas")
         return &storage.emplace(ctx, asio_sync::vegas_limit({opts.k, 1, opts.k}));
@@ -594,7 +594,8 @@ private:
 // whichever path.
 awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::gate::guard in_flight,
                               asio_sync::semaphore& limit, [[maybe_unused]] fleet_limit* fleet,
-                              asio_sync::adaptive_limiter* adaptive, server_stats& stats, milliseconds work_time)
+                              asio_sync::adaptive_limiter* adaptive, server_stats& stats,
+                              milliseconds work_time)
 {
     std::string request;
     auto [read_ec, request_size] =
@@ -637,8 +638,8 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
     std::optional<asio_sync::adaptive_limiter::permit> adaptive_permit;
     if (adaptive && !limit.is_closed())
     {
-        auto [adaptive_ec, granted] =
-            co_await adaptive->async_acquire(asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
+        auto [adaptive_ec, granted] = co_await adaptive->async_acquire(
+            asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
         if (adaptive_ec && !limit.is_closed())
         {
             stats.abandoned.fetch_add(1);
@@ -701,8 +702,8 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
 
 awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::executor_type io_executor,
                                 asio_sync::gate& sessions, asio_sync::semaphore& limit, fleet_limit* fleet,
-                                asio_sync::adaptive_limiter* adaptive, server_stats& stats, std::uint64_t seed,
-                                std::atomic<bool>& failed)
+                                asio_sync::adaptive_limiter* adaptive, server_stats& stats,
+                                std::uint64_t seed, std::atomic<bool>& failed)
 {
     for (std::uint64_t session_number = 0;; ++session_number)
     {
@@ -724,9 +725,10 @@ awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::execu
         const auto session_executor = socket.get_executor();
         const milliseconds work_time(work_min_ms +
                                      seed_for(seed, session_number) % (work_max_ms - work_min_ms + 1));
-        asio::co_spawn(session_executor,
-                       serve_session(std::move(socket), std::move(in_flight), limit, fleet, adaptive, stats, work_time),
-                       fail_on_exception{"session", &failed});
+        asio::co_spawn(
+            session_executor,
+            serve_session(std::move(socket), std::move(in_flight), limit, fleet, adaptive, stats, work_time),
+            fail_on_exception{"session", &failed});
     }
 }
 
@@ -953,9 +955,10 @@ int main(int argc, char** argv)
         fail_on_exception{"accept loop", &failed});
     asio::co_spawn(server_strand, report_progress(start, limit, fleet, adaptive, server),
                    fail_on_exception{"report", &failed});
-    asio::co_spawn(server_strand,
-                   shut_down_at(start + opts.duration, start, acceptor, limit, sessions, fleet, adaptive, server),
-                   fail_on_exception{"shutdown", &failed});
+    asio::co_spawn(
+        server_strand,
+        shut_down_at(start + opts.duration, start, acceptor, limit, sessions, fleet, adaptive, server),
+        fail_on_exception{"shutdown", &failed});
     for (std::size_t client = 0; client < opts.clients; ++client)
     {
         asio::co_spawn(asio::make_strand(ctx), run_client(client, endpoint, clients, seed_for(~seed, client)),
@@ -990,8 +993,9 @@ int main(int argc, char** argv)
     const std::size_t peak = server.peak.load();
     const std::size_t available = limit.available();
     const bool peak_ok = peak <= opts.k;
-    const bool permits_ok = available == opts.k && limit.waiting() == 0 &&
-                            (!adaptive || (adaptive->available() == adaptive->limit() && adaptive->waiting() == 0));
+    const bool permits_ok =
+        available == opts.k && limit.waiting() == 0 &&
+        (!adaptive || (adaptive->available() == adaptive->limit() && adaptive->waiting() == 0));
 
     std::printf("\nsummary\n");
     std::printf("  K (sessions at once)      %zu\n", opts.k);
@@ -999,8 +1003,8 @@ int main(int argc, char** argv)
     std::printf("  duration                  %.2f s\n", elapsed);
     std::printf("  peak concurrent sessions  %zu  never above K: %s\n", peak, peak_ok ? "yes" : "NO");
     if (adaptive)
-        std::printf("  adaptive limit (%s)  %zu at the end; %zu changes, between %zu and %zu\n", opts.adaptive.c_str(),
-                    adaptive->limit(), server.limit_changes.load(),
+        std::printf("  adaptive limit (%s)  %zu at the end; %zu changes, between %zu and %zu\n",
+                    opts.adaptive.c_str(), adaptive->limit(), server.limit_changes.load(),
                     std::min(server.lowest_limit.load(), adaptive->limit()),
                     std::max(server.highest_limit.load(), adaptive->limit()));
     std::printf("  permits after shutdown    %zu of %zu  none lost: %s\n", available, opts.k,

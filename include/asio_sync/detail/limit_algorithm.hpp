@@ -49,10 +49,11 @@ struct is_limit_algorithm : std::false_type
 
 template <class Algorithm>
 struct is_limit_algorithm<
-    Algorithm, std::void_t<decltype(std::size_t(std::declval<const Algorithm&>().limit())),
-                           decltype(std::size_t(std::declval<const Algorithm&>().min_limit())),
-                           decltype(std::size_t(std::declval<const Algorithm&>().max_limit())),
-                           decltype(std::declval<Algorithm&>().on_sample(std::declval<const limit_sample&>()))>>
+    Algorithm,
+    std::void_t<decltype(std::size_t(std::declval<const Algorithm&>().limit())),
+                decltype(std::size_t(std::declval<const Algorithm&>().min_limit())),
+                decltype(std::size_t(std::declval<const Algorithm&>().max_limit())),
+                decltype(std::declval<Algorithm&>().on_sample(std::declval<const limit_sample&>()))>>
     : std::true_type
 {
 };
@@ -60,8 +61,9 @@ struct is_limit_algorithm<
 template <class Algorithm>
 std::unique_ptr<limit_algorithm> make_limit_algorithm(Algorithm algorithm)
 {
-    static_assert(is_limit_algorithm<Algorithm>::value,
-                  "a limit algorithm has limit(), min_limit(), max_limit() and on_sample(const limit_sample&)");
+    static_assert(
+        is_limit_algorithm<Algorithm>::value,
+        "a limit algorithm has limit(), min_limit(), max_limit() and on_sample(const limit_sample&)");
     return std::make_unique<limit_algorithm_of<Algorithm>>(std::move(algorithm));
 }
 
