@@ -14,6 +14,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
@@ -172,6 +173,20 @@ BOOST_AUTO_TEST_CASE(each_outcome_counts_as_documented)
     BOOST_TEST(s.script->samples.size() == 2u);
     BOOST_TEST(s.limiter.available() == 4u);
     BOOST_TEST(s.changes.empty());
+}
+
+// A grant whose handler is destroyed without being invoked (its executor's context goes first)
+// gives its permit back as ignored.
+BOOST_AUTO_TEST_CASE(an_undelivered_grant_counts_as_ignored)
+{
+    scripted_limiter s(1);
+    {
+        asio::io_context elsewhere;
+        s.limiter.async_acquire(asio::bind_executor(elsewhere, [](error_code, permit p) { p.success(); }));
+        BOOST_TEST(s.limiter.available() == 0u);
+    }
+    BOOST_TEST(s.limiter.available() == 1u);
+    BOOST_TEST(s.script->samples.empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_higher_limit_serves_the_queue)
