@@ -183,8 +183,8 @@ using admission = std::variant<std::monostate, std::unique_ptr<io_semaphore>, st
 // The backend and the load advance in virtual time on a 1 ms tick of an asio timer: each tick
 // runs, in time order, the arrivals and the completions due by now (a timer per request would
 // cost a system call each, and the configurations run side by side). Latencies are virtual
-// times, exact; the limiter sees its own, measured from the grant on steady_clock, which the tick
-// rounds to the millisecond.
+// times, exact, and the limiter is told them (permit::success(latency)): its decisions land on
+// the tick, its samples are not rounded by it.
 class simulation
 {
 public:
@@ -313,7 +313,8 @@ private:
         if (latency_ms <= budget_ms)
             ++f.good;
         if (r.limited)
-            r.limited->success();
+            r.limited->success(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::duration<double>(t - r.arrived)));
     }
 
     void record_limit(double now)

@@ -167,10 +167,13 @@ BOOST_AUTO_TEST_CASE(each_outcome_counts_as_documented)
 
     p3->ignore();
     p3->success(); // holds nothing: no sample
+    s.limiter.try_acquire()->success(std::chrono::milliseconds(7));
+    BOOST_TEST_REQUIRE(s.script->samples.size() == 3u);
+    BOOST_TEST((s.script->samples[2].latency == std::chrono::milliseconds(7)));
     {
         permit destroyed = std::move(*s.limiter.try_acquire());
     }
-    BOOST_TEST(s.script->samples.size() == 2u);
+    BOOST_TEST(s.script->samples.size() == 3u);
     BOOST_TEST(s.limiter.available() == 4u);
     BOOST_TEST(s.changes.empty());
 }

@@ -333,11 +333,18 @@ public:
 
     /// Reports that the work succeeded and gives the permits back: the time since the grant is a
     /// latency sample. Does nothing if the permit holds nothing.
-    void success() noexcept { finish(false); }
+    void success() noexcept { finish(std::chrono::steady_clock::now() - granted_, false); }
+
+    /// Reports that the work succeeded with a latency the caller measured (say, without the time
+    /// a reply spent in the network, or on a clock of its own), and gives the permits back. Does
+    /// nothing if the permit holds nothing.
+    ///
+    /// @param latency The latency of the work.
+    void success(std::chrono::nanoseconds latency) noexcept { finish(latency, false); }
 
     /// Reports that the work was dropped (a timeout, a refused request: an overload signal) and
     /// gives the permits back. Does nothing if the permit holds nothing.
-    void dropped() noexcept { finish(true); }
+    void dropped() noexcept { finish(std::chrono::steady_clock::now() - granted_, true); }
 
     /// Gives the permits back without a sample: the outcome says nothing of the load (the
     /// client went away, the request was invalid). Does nothing if the permit holds nothing.
@@ -356,11 +363,11 @@ private:
     {
     }
 
-    void finish(bool dropped) noexcept
+    void finish(std::chrono::nanoseconds latency, bool dropped) noexcept
     {
         if (count_ == 0)
             return;
-        const limit_sample sample{std::chrono::steady_clock::now() - granted_, in_flight_, dropped};
+        const limit_sample sample{latency, in_flight_, dropped};
         limiter_->give_back(std::exchange(count_, 0), &sample);
     }
 
