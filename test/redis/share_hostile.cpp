@@ -62,6 +62,8 @@ using namespace std::chrono_literals;
 
 // A short lease: a loss within a second; refreshes every 100 ms, calls at most every 25 ms.
 const redis::share_options quick{1000ms, 20ms, 100ms};
+// A lease that ends quickly, for the tests that wait for a loss: calls at most every 5 ms.
+const redis::share_options brief{200ms, 10ms, 20ms};
 // A lease longer than any bounded wait: only a call the object makes on its own frees its part.
 // Refreshes every 600 ms, calls at most every 150 ms.
 const redis::share_options still{60000ms, {}, 600ms};
@@ -352,6 +354,26 @@ BOOST_FIXTURE_TEST_CASE(an_object_destroyed_with_a_refresh_in_flight_leaves_the_
     cut.close();
 }
 
+// Objects destroyed right after construction, their first call in flight, some with an acquire
+// queued: every one leaves the division (no entry stays in Redis until its lease of 60 s ends).
+BOOST_FIXTURE_TEST_CASE(objects_destroyed_right_after_construction_leave_no_entry, fixture)
+{
+    redis::share_semaphore anchor(first, "fleeting", 3, still); // one entry stays: the anchor's
+    auto f = acquire(anchor, 1);
+    wait(f);
+    anchor.release(1);
+    for (int i = 0; i < 20; ++i)
+    {
+        redis::share_semaphore s(i % 2 ? first : second, "fleeting", 3, still);
+        if (i % 3 == 0)
+            s.async_acquire(2, [](error_code) {});
+    }
+    eventually([&] {
+        const auto r = server.execute({"FCALL_RO", "asio_sync_share_v1_status", "1", "asio_sync:{fleeting}:share"});
+        return r.type == redis_server::reply::kind::array && r.elements.size() == 4 + 6;
+    });
+}
+
 // close() while the first call is in flight: the answer that arrives afterwards must not grow the
 // share again ("later ones" fail too), and the process leaves once the answer is in.
 BOOST_FIXTURE_TEST_CASE(close_with_the_first_call_in_flight_stays_closed_and_leaves, fixture)
@@ -453,7 +475,7 @@ BOOST_FIXTURE_TEST_CASE(a_deleted_key_is_a_loss_with_a_new_fence, fixture)
 // lease's end, and once the key is deleted the object recovers without help.
 BOOST_FIXTURE_TEST_CASE(a_key_of_another_type_loses_the_share_and_deleting_it_recovers, fixture)
 {
-    redis::share_semaphore a(first, "wrongtype", 2, quick);
+    redis::share_semaphore a(first, "wrongtype", 2, brief);
     auto f = acquire(a, 1);
     wait(f);
     auto lost = a.async_wait_lost(asio::use_future);
@@ -533,6 +555,26 @@ BOOST_FIXTURE_TEST_CASE(a_lower_capacity_is_paid_by_the_holders_before_anyone_ge
     auto fb = acquire(b, 3);
     wait(fa);
     wait(fb);
+    // Samples the sum of held in Redis (the status function) until the end: it never exceeds the
+    // old capacity, and never grows while above the capacity in force.
+    std::atomic<bool> stop{false};
+    std::atomic<int> grew_above{0};
+    std::atomic<long long> most{0};
+    std::thread sampler([&] {
+        redis_server::client c(server);
+        long long last = -1;
+        while (!stop.load())
+        {
+            const auto r = c.execute({"FCALL_RO", "asio_sync_share_v1_status", "1", "asio_sync:{lowered}:share"});
+            if (r.type != redis_server::reply::kind::array || r.elements.size() < 3)
+                continue;
+            const long long capacity = r.elements[1].integer, held = r.elements[2].integer;
+            most = std::max(most.load(), held);
+            if (last >= 0 && held > last && last > capacity)
+                ++grew_above;
+            last = held;
+        }
+    });
     auto resized = a.async_set_capacity(2, asio::use_future);
     wait(resized);
     eventually([&] {
@@ -554,6 +596,14 @@ BOOST_FIXTURE_TEST_CASE(a_lower_capacity_is_paid_by_the_holders_before_anyone_ge
     BOOST_TEST(!a.try_acquire());
     BOOST_TEST(!b.try_acquire());
     BOOST_TEST(a.state().share + b.state().share <= 2u);
+    eventually([&] {
+        const auto r = server.execute({"FCALL_RO", "asio_sync_share_v1_status", "1", "asio_sync:{lowered}:share"});
+        return r.elements.size() >= 3 && r.elements[2].integer <= 2;
+    });
+    stop = true;
+    sampler.join();
+    BOOST_TEST(most.load() <= 6);
+    BOOST_TEST(grew_above.load() == 0);
     a.release(1);
     b.release(1);
 }
@@ -843,6 +893,49 @@ BOOST_FIXTURE_TEST_CASE(a_refresh_interval_of_a_hundredth_of_the_lease_is_accept
     BOOST_CHECK_NO_THROW(redis::share_semaphore(first, "hundredth", 1, redis::share_options{400ms, {}, 4ms}));
 }
 
+// The lease rule: "When it passes without a newer answer (Redis unreachable, the process paused),
+// the share is lost: the local capacity drops to 0 ... before Redis can give that capacity to
+// anyone else." Here the process runs, but the connection's executor is busy (a long handler):
+// once Redis has given a's capacity to b, a's expired share must not hand out a permit.
+BOOST_FIXTURE_TEST_CASE(an_expired_share_hands_out_nothing_while_the_connections_executor_is_busy, fixture)
+{
+    asio::io_context busy;
+    auto busy_work = asio::make_work_guard(busy);
+    std::thread busy_thread([&] { busy.run(); });
+    {
+        redis::connection own(busy, options_for(server.port()));
+        redis::share_semaphore a(own, "busy", 2, brief);
+        redis::share_semaphore b(second, "busy", 2, brief);
+        auto one = acquire(a, 2);
+        wait(one);
+        a.release(1); // a holds 1 of its share of 2
+        std::promise<void> unblock;
+        auto unblocked = unblock.get_future().share();
+        std::promise<void> blocked;
+        asio::post(busy, [&, unblocked] {
+            blocked.set_value();
+            unblocked.wait_for(asio_sync::test::redis_wait_limit);
+        });
+        auto is_blocked = blocked.get_future();
+        wait(is_blocked);
+        auto all = acquire(b, 2); // granted once a's lease has ended in Redis
+        wait(all);
+        // FAILS: try_acquire succeeds from the share whose lease has ended: a holds 2, b holds 2,
+        // of a capacity of 2. Only a timer on the busy executor drops an expired share.
+        const bool taken = a.try_acquire();
+        BOOST_TEST(!taken);
+        BOOST_TEST((a.valid_for() == std::chrono::steady_clock::duration::zero()));
+        unblock.set_value();
+        if (taken)
+            a.release(1);
+        a.release(1);
+        b.release(2);
+        own.close();
+    }
+    busy_work.reset();
+    busy_thread.join();
+}
+
 // The destroyed object's wait for the loss: a wait of a destroyed object completes (async-waits.md,
 // "Object lifetimes"); once the process has left, nothing can complete it later.
 BOOST_FIXTURE_TEST_CASE(a_wait_for_the_loss_completes_when_the_object_is_destroyed, fixture)
@@ -916,7 +1009,7 @@ BOOST_FIXTURE_TEST_CASE(after_a_loss_and_a_new_entry_the_old_holders_still_count
 BOOST_FIXTURE_TEST_CASE(a_closed_connection_loses_the_share, fixture)
 {
     redis::connection doomed(io, options_for(server.port()));
-    redis::share_semaphore a(doomed, "unplugged", 2, quick);
+    redis::share_semaphore a(doomed, "unplugged", 2, brief);
     auto f = acquire(a, 2);
     wait(f);
     auto lost = a.async_wait_lost(asio::use_future);
