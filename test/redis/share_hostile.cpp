@@ -294,6 +294,26 @@ BOOST_FIXTURE_TEST_CASE(the_destructor_does_not_call_the_listener, fixture)
     BOOST_TEST(elsewhere.load() == 0);
 }
 
+// Asio's contract for an asynchronous operation (async-waits.md, "Work"): outstanding work is
+// tracked on the handler's associated executor from initiation until the handler is submitted, so
+// that its context's run() does not return while the operation is pending.
+BOOST_FIXTURE_TEST_CASE(a_resize_keeps_work_on_the_handlers_executor, fixture)
+{
+    redis::share_semaphore s(first, "resize-work", 2, quick);
+    asio::io_context other;
+    std::atomic<int> invoked{0};
+    s.async_set_capacity(3, asio::bind_executor(other, [&](error_code) { ++invoked; }));
+    other.run(); // returns once nothing is outstanding on `other`
+    // FAILS: run() returns at once: no work is tracked on the handler's executor, so the completion
+    // is posted later to a context that has stopped running and is never invoked.
+    BOOST_TEST(invoked.load() == 1);
+    eventually([&] { // the completion, run before `other` goes
+        other.restart();
+        other.poll();
+        return invoked.load() == 1;
+    });
+}
+
 // The listener reads the object and closes it from inside a state change: neither may deadlock
 // (the listener is "never under a lock").
 BOOST_FIXTURE_TEST_CASE(the_listener_may_read_and_close_the_object, fixture)
