@@ -6,11 +6,13 @@
 #define BOOST_TEST_MODULE redis_share_hostile
 
 // The leased share against its promises (docs/cluster/shares.md, share_semaphore.hpp), on real
-// servers: handlers never inline and the listener on the connection's executor, the listener
-// calling back into the object, objects destroyed or closed with a call in flight, two objects of
-// one name on one connection, the state deleted, overwritten or flushed, Redis restarted, a lower
-// capacity while the permits are held, the division among four processes, and a thread pool
-// hammering two objects.
+// servers: handlers never inline, work on the handler's executor, the listener on the connection's
+// executor and calling back into the object, objects destroyed or closed with a call in flight,
+// two objects of one name on one connection, the state deleted, overwritten or flushed, Redis
+// restarted, a lower capacity while the permits are held, the division among three and four
+// processes, the lease rule with a busy executor, fences after a loss, and a thread pool hammering
+// two objects. The cases marked FAILS break a documented promise: they stay, failing, until the
+// library keeps it.
 
 #include <asio_sync/error.hpp>
 #include <asio_sync/redis/share_semaphore.hpp>
@@ -893,6 +895,8 @@ BOOST_FIXTURE_TEST_CASE(a_thread_pool_hammering_two_objects_never_exceeds_the_ca
     BOOST_TEST(twice.load() == 0);
     BOOST_TEST(most.load() <= capacity);
     BOOST_TEST(holding.load() == 0);
+    BOOST_TEST(a.state().share == 0u); // closed while answers were in flight: stays 0
+    BOOST_TEST(!a.try_acquire());
     auto all = acquire(b, capacity);
     wait(all);
     b.release(capacity);
