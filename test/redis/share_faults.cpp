@@ -28,6 +28,7 @@
 #include <asio_sync/redis/share_semaphore.hpp>
 
 #include "support/child_process.hpp"
+#include "support/delaying_proxy.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/semaphore_timeline.hpp"
@@ -38,6 +39,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read_until.hpp>
@@ -45,6 +47,7 @@
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -73,13 +76,16 @@ namespace {
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::child_process;
+using asio_sync::test::delaying_proxy;
 using asio_sync::test::eventually;
 using asio_sync::test::hold;
+using asio_sync::test::is_ready;
 using asio_sync::test::milliseconds;
 using asio_sync::test::options_for;
 using asio_sync::test::pipe_link;
 using asio_sync::test::redis_server;
 using asio_sync::test::tcp_proxy;
+using asio_sync::test::wait;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -103,6 +109,15 @@ clock_type::time_point from_ns(std::int64_t ns)
 {
     return clock_type::time_point(
         std::chrono::duration_cast<clock_type::duration>(std::chrono::nanoseconds(ns)));
+}
+
+// A dead link is found within a few hundred milliseconds.
+redis::connection_options quick_links(std::uint16_t port)
+{
+    redis::connection_options options = options_for(port);
+    options.health_check_interval = 200ms;
+    options.connect_timeout = 1000ms;
+    return options;
 }
 
 // ---- the child role
@@ -212,10 +227,7 @@ int hold_in_child(std::uint16_t port, const std::string& path, pipe_link& link)
 {
     event_log log(path);
     asio::io_context io;
-    redis::connection_options options = options_for(port);
-    options.health_check_interval = 200ms;
-    options.connect_timeout = 1000ms;
-    redis::connection conn(io, options);
+    redis::connection conn(io, quick_links(port));
     redis::share_semaphore sem(conn, name, capacity, redis::share_options{lease, margin, refresh});
     sem.set_listener([&](const redis::share_state& s) {
         log.write("s " + std::to_string(ns_of(clock_type::now())) + " " + std::to_string(s.share) + " " +
@@ -251,6 +263,26 @@ int hold_in_child(std::uint16_t port, const std::string& path, pipe_link& link)
 }
 
 // ---- the test's side
+
+// A command as the client sends it (RESP).
+std::string resp(const std::vector<std::string>& args)
+{
+    std::string out = "*" + std::to_string(args.size()) + "\r\n";
+    for (const std::string& a : args)
+        out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    return out;
+}
+
+// The id of the process whose share has `fence`, as the library's status lists it.
+std::string id_of(const redis_server& server, std::uint64_t fence)
+{
+    const redis_server::reply status =
+        server.execute({"FCALL_RO", "asio_sync_share_v1_status", "1", "asio_sync:{late}:share"});
+    for (std::size_t i = 4; i + 5 < status.elements.size(); i += 6)
+        if (static_cast<std::uint64_t>(status.elements[i + 5].integer) == fence)
+            return status.elements[i].text;
+    return {};
+}
 
 // What one child logged.
 struct process_log
@@ -698,6 +730,74 @@ BOOST_AUTO_TEST_CASE(a_restart_without_persistence_overlaps_for_at_most_one_leas
                        << milliseconds(restarted - fault) << " ms");
     for (const auto& [from, to] : asio_sync::test::above(believed, capacity))
         BOOST_TEST((to <= last_claim), "an overlap outlasted the last claim made before the restart");
+}
+
+// =====================================================================================================
+// In one process: a refresh sent while its process was idle, kept by a stuck middlebox and delivered
+// after the process took a share on a new link. The late refresh carries a demand and a bound of 0:
+// run, it would lower what Redis counts for the process below the permit it holds, and give that
+// permit to the other process too.
+BOOST_AUTO_TEST_CASE(a_refresh_delivered_late_never_lowers_what_redis_counts_below_what_is_held)
+{
+    redis_server server;
+    delaying_proxy proxy(server.port());
+    asio::io_context io;
+    auto work = asio::make_work_guard(io);
+    std::thread thread([&] { io.run(); });
+    {
+        redis::connection proxied(io, quick_links(proxy.port()));
+        redis::connection direct(io, quick_links(server.port()));
+        const redis::share_options options{lease, margin, refresh};
+        redis::share_semaphore a(proxied, "late", 2, options);
+        redis::share_semaphore b(direct, "late", 2, options);
+        // B holds the whole capacity; A is idle, with a share of 0.
+        auto first = b.async_acquire_permit(1, asio::use_future);
+        auto second = b.async_acquire_permit(1, asio::use_future);
+        auto b1 = wait(first);
+        auto b2 = wait(second);
+        eventually([&] { return a.valid_for() > clock_type::duration::zero(); });
+
+        // A's link stalls: its refreshes (demand 0, bound 0) stay in the proxy until the health check
+        // replaces the link and a refresh on the new one is answered.
+        const clock_type::time_point stalled = clock_type::now();
+        proxy.stall_existing();
+        eventually([&] { return clock_type::now() + a.valid_for() > stalled + lease - margin; });
+        BOOST_TEST_MESSAGE("bytes kept by the proxy: " << proxy.kept_bytes());
+
+        // A takes a permit: B gives one back to its new part, and asks for it again.
+        auto taken = a.async_acquire_permit(1, asio::use_future);
+        eventually([&] { return b.state().target == 1; });
+        b2.release();
+        auto a1 = wait(taken);
+        auto again = b.async_acquire_permit(1, asio::use_future);
+
+        // The late refreshes run, then (before any other client's command: Redis runs what one
+        // client sent in one go) a copy of the state, and the command that names their link.
+        proxy.deliver_stalled(resp({"COPY", "asio_sync:{late}:share", "late:after", "REPLACE"}) +
+                              resp({"CLIENT", "SETNAME", "late"}));
+        eventually([&] {
+            return server.command({"CLIENT", "LIST"}).find(" name=late ") != std::string::npos;
+        });
+        const redis_server::reply after =
+            server.execute({"HGET", "late:after", "#" + id_of(server, a.state().fence)});
+        BOOST_TEST_MESSAGE("A's entry after the late refreshes: " << after.to_text());
+        std::istringstream entry(after.text);
+        std::size_t held_by_a = 0;
+        entry >> held_by_a;
+        BOOST_TEST(held_by_a == 1u, "Redis counted " << held_by_a << " for the process holding 1");
+        // Two more refreshes of each process.
+        const clock_type::time_point delivered = clock_type::now();
+        eventually(
+            [&] { return clock_type::now() + a.valid_for() > delivered + lease - margin + 2 * refresh; });
+        eventually(
+            [&] { return clock_type::now() + b.valid_for() > delivered + lease - margin + 2 * refresh; });
+        BOOST_TEST(!is_ready(again), "the other process was given the permit held");
+        a1.release();
+        wait(again);
+        b1.release();
+    }
+    work.reset();
+    thread.join();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
