@@ -673,8 +673,8 @@ BOOST_AUTO_TEST_CASE(lost_replies_lose_the_share_and_never_give_it_twice, *boost
 }
 
 // =====================================================================================================
-// A restart of Redis with appendonly and appendfsync always: the shares and their leases survive it;
-// at no instant do more than the capacity believe.
+// Restarts of Redis with appendonly and appendfsync always, stopped (SIGTERM) and crashed (SIGKILL):
+// the shares and their leases survive them; at no instant do more than the capacity believe.
 BOOST_AUTO_TEST_CASE(a_restart_with_appendfsync_always_never_gives_a_share_twice,
                      *boost::unit_test::label("long"))
 {
@@ -684,18 +684,26 @@ BOOST_AUTO_TEST_CASE(a_restart_with_appendfsync_always_never_gives_a_share_twice
     share_fleet fleet(server, ports_of(server));
     let_run();
     const clock_type::time_point fault = clock_type::now();
-    server.stop();
-    server.start();
-    const clock_type::time_point restarted = clock_type::now();
-    for (std::size_t i = 0; i < processes; ++i)
-        fleet.wait_for_grant(i, restarted);
-    let_run();
+    for (const bool crash : {false, true})
+    {
+        const clock_type::time_point down = clock_type::now();
+        if (crash)
+            server.kill();
+        else
+            server.stop();
+        server.start();
+        const clock_type::time_point restarted = clock_type::now();
+        BOOST_TEST_MESSAGE("Redis " << (crash ? "crashed" : "stopped") << ", down "
+                                    << milliseconds(restarted - down) << " ms");
+        for (std::size_t i = 0; i < processes; ++i)
+            fleet.wait_for_grant(i, restarted);
+        let_run();
+    }
     fleet.stop();
 
     const auto [believed, claims] = fleet.timelines();
     BOOST_TEST(asio_sync::test::peak(believed) <= capacity);
     report_above(believed, "believed", fault);
-    BOOST_TEST_MESSAGE("Redis was down " << milliseconds(restarted - fault) << " ms");
 }
 
 // A restart of Redis without persistence: Redis forgets the shares, and hands the capacity out again
