@@ -17,6 +17,7 @@
 
 #include <asio_sync/redis/detail/semaphore_script.hpp>
 
+#include "support/redis_library.hpp"
 #include "support/redis_server.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -44,7 +45,10 @@ namespace {
 namespace library = asio_sync::redis::detail::semaphore_library;
 using asio_sync::redis::detail::acquire_mode;
 using asio_sync::redis::detail::semaphore_key;
+using asio_sync::test::fence_names;
+using asio_sync::test::library_with_a_set_clock;
 using asio_sync::test::redis_server;
+using asio_sync::test::set_server_clock;
 using script = asio_sync::redis::detail::semaphore_script;
 using argv_type = std::vector<std::string>;
 using namespace std::chrono_literals;
@@ -56,30 +60,6 @@ bool starts_with(const std::string& text, std::string_view prefix)
 {
     return text.compare(0, prefix.size(), prefix) == 0;
 }
-
-// Fences are the server's clock in microseconds (or just above the last one): a test names them
-// F1, F2, ... in the order it first sees them, and checks that each new one is greater than all
-// those seen before, so that a test that reads its grants in grant order also proves that fences
-// grow.
-class fence_names
-{
-public:
-    std::string name(const std::string& fence)
-    {
-        const std::uint64_t value = std::stoull(fence);
-        const auto [it, added] = names_.emplace(value, "F" + std::to_string(names_.size() + 1));
-        if (added)
-        {
-            BOOST_TEST(value > last_, "fence " << value << " is not above the last new one, " << last_);
-            last_ = value;
-        }
-        return it->second;
-    }
-
-private:
-    std::map<std::uint64_t, std::string> names_;
-    std::uint64_t last_ = 0;
-};
 
 // A server with the library loaded, a client, and the semaphore "jobs" of capacity 3 (tests may
 // change the capacity before the first call). The helpers return replies as text, fences named and
@@ -799,7 +779,7 @@ BOOST_AUTO_TEST_CASE(the_next_acquire_after_a_reset_makes_the_deleted_keys_again
                 BOOST_TEST(f.resize("r", 4) == "resized\n4\nsettled");
                 f.capacity = 4;
             }
-            BOOST_TEST(f.command({"DBSIZE"}) == "2"); // the horizon and the capacity key
+            BOOST_TEST(f.command({"DBSIZE"}) == "2");     // the horizon and the capacity key
             BOOST_TEST(f.acquire("b", 1) == "queued\n1"); // lost state: a quiet period
             BOOST_TEST(f.command({"DBSIZE"}) == "5");
             BOOST_TEST(f.check() == "ok\n0\n0\n1");
@@ -1080,38 +1060,15 @@ BOOST_FIXTURE_TEST_CASE(check_reports_each_broken_invariant, semaphore_fixture)
 
 // ---- the server's clock, set by the test
 
-// The library with its server clock replaced, as only a test builds it: server_time reads the
-// microseconds that asio_sync_test_set_clock stored, so that a test places a call at an instant it
-// chose (a deadline, a fence) instead of racing the clock.
-std::string library_with_a_set_clock()
-{
-    const std::string source(library::source);
-    const std::string begin = "-- BEGIN server clock", end = "-- END server clock";
-    const std::size_t from = source.find(begin), to = source.find(end);
-    BOOST_TEST_REQUIRE((from != std::string::npos && to != std::string::npos));
-    return source.substr(0, from) + R"lua(
-local set_clock_us = 0
-local function server_time()
-    return math.floor(set_clock_us / 1000000), set_clock_us % 1000000
-end
-redis.register_function('asio_sync_test_set_clock', function(_, args)
-    set_clock_us = tonumber(args[1])
-    return 'ok'
-end)
-)lua" + source.substr(to + end.size());
-}
-
 struct set_clock_fixture : semaphore_fixture
 {
     set_clock_fixture()
     {
-        BOOST_TEST_REQUIRE(run({"FUNCTION", "LOAD", "REPLACE", library_with_a_set_clock()}) == library::name);
+        BOOST_TEST_REQUIRE(run({"FUNCTION", "LOAD", "REPLACE", library_with_a_set_clock(library::source)}) ==
+                           library::name);
     }
 
-    void set_clock_us(std::uint64_t us)
-    {
-        BOOST_TEST_REQUIRE(command({"FCALL", "asio_sync_test_set_clock", "0", std::to_string(us)}) == "ok");
-    }
+    void set_clock_us(std::uint64_t us) { set_server_clock(client, us); }
 
     // An instant in microseconds on a whole millisecond, well after the server's own clock.
     const std::uint64_t origin_us = static_cast<std::uint64_t>(server_ms() + 1'000'000) * 1000;
@@ -1121,17 +1078,20 @@ struct set_clock_fixture : semaphore_fixture
 BOOST_FIXTURE_TEST_CASE(a_fence_from_the_fast_path_follows_the_server_clock, set_clock_fixture)
 {
     set_clock_us(origin_us);
-    const redis_server::reply a = client.execute(jobs.acquire("a", 1, capacity, long_lease, acquire_mode::wait));
+    const redis_server::reply a =
+        client.execute(jobs.acquire("a", 1, capacity, long_lease, acquire_mode::wait));
     BOOST_TEST(a.to_text() == "granted\n" + std::to_string(origin_us + 1) + "\n1\n" + // above the epoch
-                                   std::to_string(long_lease.count()));
+                                  std::to_string(long_lease.count()));
     set_clock_us(origin_us + 1000);
-    const redis_server::reply b = client.execute(jobs.acquire("b", 1, capacity, long_lease, acquire_mode::wait));
-    BOOST_TEST(b.to_text() == "granted\n" + std::to_string(origin_us + 1000) + "\n1\n" +
-                                   std::to_string(long_lease.count()));
+    const redis_server::reply b =
+        client.execute(jobs.acquire("b", 1, capacity, long_lease, acquire_mode::wait));
+    BOOST_TEST(b.to_text() ==
+               "granted\n" + std::to_string(origin_us + 1000) + "\n1\n" + std::to_string(long_lease.count()));
     // A clock that stands still: one above the last token.
-    const redis_server::reply c = client.execute(jobs.acquire("c", 1, capacity, long_lease, acquire_mode::wait));
-    BOOST_TEST(c.to_text() == "granted\n" + std::to_string(origin_us + 1001) + "\n1\n" +
-                                   std::to_string(long_lease.count()));
+    const redis_server::reply c =
+        client.execute(jobs.acquire("c", 1, capacity, long_lease, acquire_mode::wait));
+    BOOST_TEST(c.to_text() ==
+               "granted\n" + std::to_string(origin_us + 1001) + "\n1\n" + std::to_string(long_lease.count()));
     BOOST_TEST(check() == "ok\n3\n3\n0");
 }
 
@@ -1146,7 +1106,8 @@ BOOST_FIXTURE_TEST_CASE(an_entry_whose_deadline_is_the_server_clock_has_expired_
     BOOST_TEST(acquire("b", 1) == "queued\n1");
     set_clock_us(origin_us + lease_us - 1000); // a millisecond before both deadlines
     BOOST_TEST(status("a") == "granted\nF1\n2");
-    BOOST_TEST(run(jobs.usage()) == "usage\n2\n2\n1\n0\n0\n" + std::to_string(origin_us + lease_us - 1000 - 1));
+    BOOST_TEST(run(jobs.usage()) ==
+               "usage\n2\n2\n1\n0\n0\n" + std::to_string(origin_us + lease_us - 1000 - 1));
     BOOST_TEST(run(jobs.watch()) == "wake\n1");
 
     set_clock_us(origin_us + lease_us); // both deadlines, to the millisecond

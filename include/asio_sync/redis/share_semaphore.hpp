@@ -273,12 +273,11 @@ public:
     /// Starts a wait that completes when the share is lost: its lease ended without a refresh
     /// (Redis unreachable, this process paused past it), or Redis no longer knew it. From then on
     /// the holders of this process' permits are no longer counted in Redis: they should stop the
-    /// work the limit protects. From a loss until the share grows again, it completes at once
-    /// (before the first share, it waits).
+    /// work the limit protects. It completes at once while no share is valid.
     ///
     /// \ecsig
     /// \asyncwait
-    /// @param token The completion token (\ref async_waits_tokens).
+    /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code))
                   WaitToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
     auto async_wait_lost(WaitToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type))

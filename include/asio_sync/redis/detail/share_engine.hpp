@@ -72,9 +72,14 @@ public:
                  std::size_t capacity, const share_settings& settings)
         : link_(std::move(link)), executor_(ex), key_(key_prefix(name) + "share"),
           channel_(key_prefix(name) + "shares"), id_(random_id()), declared_(capacity), client_(settings),
-          local_(ex, 0), lost_(ex), timer_(ex), capacity_(capacity)
+          local_(ex, 0), lost_(ex, true), timer_(ex), capacity_(capacity)
     {
     }
+
+    share_engine(const share_engine&) = delete;
+    share_engine& operator=(const share_engine&) = delete;
+
+    ~share_engine() { link_->stop(started_); }
 
     // Loads the library on every connect (best effort: an administrator may have loaded it), listens
     // for new divisions and reconnections, and makes the first call.
@@ -255,9 +260,8 @@ private:
         {
             timer_.cancel();
             link_->execute(routed(call(share_library::function::leave, {id_})),
-                           [self = this->shared_from_this()](boost::system::error_code, const reply&) {
-                               self->link_->stop(self->started_);
-                           });
+                           // Keeps the engine until the answer: its subscription ends with it.
+                           [self = this->shared_from_this()](boost::system::error_code, const reply&) {});
         }
     }
 
@@ -322,7 +326,7 @@ private:
     mutable std::mutex mutex_;
     share_client client_;
     local_type local_;
-    asio_sync::basic_manual_reset_event<Executor> lost_;
+    asio_sync::basic_manual_reset_event<Executor> lost_; // set while no share is valid
     boost::asio::basic_waitable_timer<clock, boost::asio::wait_traits<clock>, Executor> timer_;
     std::shared_ptr<listener_type> listener_;
     std::atomic<std::size_t> capacity_;

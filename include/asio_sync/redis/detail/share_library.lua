@@ -31,7 +31,8 @@
 --     Renews (or starts) the caller's lease, records its want, lowers its held to its bound,
 --     divides, grows its held toward its target from free capacity. capacity is declared if the
 --     state has none; the one in force is answered. Publishes 'divided' on the channel when another
---     process should call: its target changed, or capacity was freed while one is below its target.
+--     process should call: its target changed, or capacity that was not free before the call is
+--     free after it while that process is below its target (not when the caller took it back).
 --     call numbers the process's refreshes, growing: one that is not above the last one run for the
 --     entry was sent before it (a link that died and delivered it late) and changes nothing, since
 --     its bound may be below what the process took since; it is answered with the entry as it is.
@@ -90,12 +91,18 @@ end
 
 
 -- BEGIN server clock: the tests of the library replace this function, never a client
--- The server's clock, in milliseconds.
-local function server_ms()
+-- The server's clock, in seconds and microseconds.
+local function server_time()
     local time = redis.call('TIME')
-    return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    return tonumber(time[1]), tonumber(time[2])
 end
 -- END server clock
+
+-- The server's clock in milliseconds (leases), and in microseconds (fences).
+local function clock()
+    local seconds, micros = server_time()
+    return seconds * 1000 + math.floor(micros / 1000), seconds * 1000000 + micros
+end
 
 -- The state: its capacity (nil if none), its last fence and its entries by id.
 local function read_state(key)
@@ -124,13 +131,11 @@ local function read_state(key)
     return state
 end
 
--- Removes the entries whose lease ended (the caller's own too): returns how many permits that freed.
+-- Removes the entries whose lease ended (the caller's own too).
 local function reap(key, state, now)
-    local freed, live = 0, {}
+    local live = {}
     for _, id in ipairs(state.ids) do
-        local entry = state.entries[id]
-        if entry.expiry <= now then
-            freed = freed + entry.held
+        if state.entries[id].expiry <= now then
             state.entries[id] = nil
             redis.call('HDEL', key, '#' .. id)
         else
@@ -138,7 +143,6 @@ local function reap(key, state, now)
         end
     end
     state.ids = live
-    return freed
 end
 
 -- Max-min fair targets of the live entries.
@@ -177,13 +181,16 @@ local function encode(entry)
                decimal(entry.expiry) .. ' ' .. decimal(entry.fence) .. ' ' .. decimal(entry.call)
 end
 
--- Stores the new targets; true if another process should call: its target changed, or permits
--- were freed (`freed`) while it is below its target.
-local function store_targets(key, state, targets, caller, freed)
+-- Stores the new targets; true if another process should call: its target changed, or it is below
+-- its target and capacity is free that was not before the call (the held sum fell below both
+-- `held_before`, the sum when the call began, and the capacity).
+local function store_targets(key, state, targets, caller, held_before)
+    local held = held_sum(state)
+    local freed = held < held_before and held < state.capacity
     local wake = false
     for _, id in ipairs(state.ids) do
         local entry = state.entries[id]
-        if id ~= caller and (targets[id] ~= entry.target or (freed > 0 and entry.held < targets[id])) then
+        if id ~= caller and (targets[id] ~= entry.target or (freed and entry.held < targets[id])) then
             wake = true
         end
         entry.target = targets[id]
@@ -204,18 +211,19 @@ local function refresh(keys, args)
                                   'positive')
     end
     local key = keys[1]
-    local now = server_ms()
+    local now, now_us = clock()
     local state = read_state(key)
     if not state.capacity then
         state.capacity = declared
         redis.call('HSET', key, 'capacity', decimal(declared))
     end
-    local freed = reap(key, state, now)
+    local held_before = held_sum(state)
+    reap(key, state, now)
     local entry = state.entries[id]
     if not entry then
         -- Fences grow strictly, above the server time in microseconds, so that a state started
         -- afresh still hands out larger ones than any earlier.
-        state.seq = math.max(state.seq + 1, now * 1000)
+        state.seq = math.max(state.seq + 1, now_us)
         redis.call('HSET', key, 'seq', decimal(state.seq))
         entry = {held = 0, want = 0, target = 0, fence = state.seq, call = 0}
         state.entries[id] = entry
@@ -225,10 +233,7 @@ local function refresh(keys, args)
         return {REPLY.share, entry.held, entry.target, lease, entry.fence, state.capacity}
     end
     entry.call = call
-    if bound < entry.held then
-        freed = freed + entry.held - bound
-        entry.held = bound
-    end
+    entry.held = math.min(entry.held, bound)
     entry.want = want
     entry.expiry = now + lease
     local targets = divide(state)
@@ -236,7 +241,7 @@ local function refresh(keys, args)
     if targets[id] > entry.held and free > 0 then
         entry.held = entry.held + math.min(targets[id] - entry.held, free)
     end
-    if store_targets(key, state, targets, id, freed) then
+    if store_targets(key, state, targets, id, held_before) then
         redis.call('PUBLISH', channel, REPLY.divided)
     end
     return {REPLY.share, entry.held, entry.target, lease, entry.fence, state.capacity}
@@ -246,12 +251,15 @@ local function leave(keys, args)
     if #keys ~= 1 or #args ~= 2 then
         return argument_error('expected 1 key and 2 arguments')
     end
+    if args[2] == '' then
+        return argument_error('the id must not be empty')
+    end
     local key = keys[1]
     local state = read_state(key)
-    local freed = reap(key, state, server_ms())
+    local held_before = held_sum(state)
+    reap(key, state, clock())
     local entry = state.entries[args[2]]
     if entry then
-        freed = freed + entry.held
         state.entries[args[2]] = nil
         redis.call('HDEL', key, '#' .. args[2])
         for i, id in ipairs(state.ids) do
@@ -261,7 +269,7 @@ local function leave(keys, args)
             end
         end
     end
-    if state.capacity and store_targets(key, state, divide(state), nil, freed) then
+    if state.capacity and store_targets(key, state, divide(state), nil, held_before) then
         redis.call('PUBLISH', args[1], REPLY.divided)
     end
     return {REPLY.left, state.capacity or 0}
@@ -277,10 +285,10 @@ local function resize(keys, args)
     end
     local key = keys[1]
     local state = read_state(key)
-    local freed = reap(key, state, server_ms())
+    reap(key, state, clock())
     state.capacity = capacity
     redis.call('HSET', key, 'capacity', decimal(capacity))
-    store_targets(key, state, divide(state), nil, freed)
+    store_targets(key, state, divide(state), nil, 0) -- published below in any case
     redis.call('PUBLISH', args[1], REPLY.divided)
     return {REPLY.resized, capacity}
 end
@@ -290,7 +298,7 @@ local function status(keys, args)
         return argument_error('expected 1 key and no argument')
     end
     local state = read_state(keys[1])
-    local now = server_ms()
+    local now = clock()
     local reply = {REPLY.status, state.capacity or 0, 0, now}
     local sum = 0
     for _, id in ipairs(state.ids) do
