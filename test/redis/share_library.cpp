@@ -535,6 +535,32 @@ BOOST_FIXTURE_TEST_CASE(status_reads_the_live_entries_and_their_sums, share_fixt
     BOOST_TEST(command({"HEXISTS", key, "#a"}) == "1");
 }
 
+// A refresh delivered late, after a newer one of the same process ran (sent on a link that died):
+// its bound may be below what the process took since. It changes nothing, and is answered with the
+// entry as it is; so is the last one run, sent again.
+BOOST_FIXTURE_TEST_CASE(a_refresh_older_than_the_last_one_run_changes_nothing, share_fixture)
+{
+    const auto call = [&](const std::string& id, std::uint64_t want, std::uint64_t bound,
+                          std::uint64_t number) {
+        return shown(client.execute(refresh_call(id, want, bound, 1000, capacity, number)));
+    };
+    BOOST_TEST(call("a", 0, 0, 1) == "share 0 0 1000 F1 10");
+    BOOST_TEST(call("b", 10, 0, 1) == "share 10 10 1000 F2 10");
+    BOOST_TEST(call("a", 4, 0, 3) == "share 0 4 1000 F1 10"); // its call 2 is kept by a dead link
+    BOOST_TEST(call("b", 10, 6, 2) == "share 6 6 1000 F2 10");
+    BOOST_TEST(call("a", 4, 0, 4) == "share 4 4 1000 F1 10"); // a uses 4
+    BOOST_TEST(published() == 2);
+    at(100);
+    const std::string before = stored();
+    // Run, a's call 2 would set its held and its target to 0, and b's target to 10.
+    BOOST_TEST(call("a", 0, 0, 2) == "share 4 4 1000 F1 10");
+    BOOST_TEST(call("a", 4, 4, 4) == "share 4 4 1000 F1 10");
+    BOOST_TEST(stored() == before); // not even a lease renewed
+    BOOST_TEST(published() == 0);
+    BOOST_TEST(call("a", 4, 4, 5) == "share 4 4 1000 F1 10");
+    BOOST_TEST(status() == "status 10 10 100 | a 4 4 4 1100 F1 | b 6 10 6 1000 F2");
+}
+
 // ---- refused calls
 
 BOOST_FIXTURE_TEST_CASE(malformed_calls_are_refused_and_change_nothing, share_fixture)
