@@ -8,8 +8,8 @@
 // The leased shares' Redis function library, called on a real server whose clock the test sets:
 // the max-min fair division, held growing only from free capacity up to the target, bounds, leases
 // that end and their reaping, fences (also after the state is lost), when 'divided' is published,
-// resize, leave, status, calls refused with nothing changed, and a long random run of processes
-// that obey their grants checked step by step against a model.
+// resize, leave, status, a refresh delivered after a newer one, calls refused with nothing changed,
+// and a long random run of processes that obey their grants checked step by step against a model.
 
 #include <asio_sync/redis/detail/share_library.hpp>
 
