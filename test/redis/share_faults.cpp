@@ -393,6 +393,27 @@ public:
         return sum;
     }
 
+    // The sum of the shares of the children but `except` after each change of one, in time order.
+    std::vector<std::pair<clock_type::time_point, std::size_t>> share_sums_but(std::size_t except) const
+    {
+        std::multimap<clock_type::time_point, std::pair<std::size_t, std::size_t>> changes; // process, share
+        for (std::size_t i = 0; i < paths_.size(); ++i)
+            if (i != except)
+                for (const auto& [t, share] : log(i).shares)
+                    changes.emplace(t, std::make_pair(i, share));
+        std::map<std::size_t, std::size_t> now;
+        std::vector<std::pair<clock_type::time_point, std::size_t>> sums;
+        for (const auto& [t, change] : changes)
+        {
+            now[change.first] = change.second;
+            std::size_t sum = 0;
+            for (const auto& [i, share] : now)
+                sum += share;
+            sums.emplace_back(t, sum);
+        }
+        return sums;
+    }
+
     // Waits until the i-th child has been granted a permit with a valid share after `after`.
     void wait_for_grant(std::size_t i, clock_type::time_point after) const
     {
@@ -521,34 +542,20 @@ BOOST_AUTO_TEST_CASE(a_killed_process_gives_its_share_back_when_its_lease_ends_a
 
     // When the survivors' shares summed to the capacity again.
     const process_log last = fleet.log(0);
-    std::map<clock_type::time_point, std::pair<std::size_t, std::size_t>> changes; // time: process, share
-    for (std::size_t i = 1; i < processes; ++i)
-        for (const auto& [t, share] : fleet.log(i).shares)
-            changes.emplace(t, std::make_pair(i, share));
-    std::map<std::size_t, std::size_t> now;
-    std::optional<clock_type::time_point> back;
-    for (const auto& [t, change] : changes)
-    {
-        now[change.first] = change.second;
-        std::size_t sum = 0;
-        for (const auto& [i, share] : now)
-            sum += share;
-        if (t > dead && sum == capacity)
-        {
-            back = t;
-            break;
-        }
-    }
-    BOOST_REQUIRE(back);
+    const auto sums = fleet.share_sums_but(0);
+    const auto back = std::find_if(sums.begin(), sums.end(), [&](const auto& sum) {
+        return sum.first > dead && sum.second == capacity;
+    });
+    BOOST_REQUIRE((back != sums.end()));
     // The dead process' last claim on its share: the latest end of validity one of its holders read.
     clock_type::time_point claimed{};
     for (const auto& [key, h] : last.holds)
         claimed = std::max(claimed, h.granted + h.valid_at_grant);
     BOOST_TEST_MESSAGE("the killed process' share came back "
-                       << milliseconds(*back - dead) << " ms after its death (lease " << lease.count()
+                       << milliseconds(back->first - dead) << " ms after its death (lease " << lease.count()
                        << " ms, refresh " << refresh.count() << " ms); its last claim ended "
                        << milliseconds(claimed - dead) << " ms after it");
-    BOOST_TEST((*back > claimed), "the share came back before the killed process' claim ended");
+    BOOST_TEST((back->first > claimed), "the share came back before the killed process' claim ended");
     const auto [believed, claims] = fleet.timelines();
     BOOST_TEST(asio_sync::test::peak(believed) <= capacity);
     report_above(believed, "believed", dead);
@@ -679,6 +686,14 @@ BOOST_AUTO_TEST_CASE(lost_replies_lose_the_share_and_never_give_it_twice, *boost
     const auto [believed, claims] = fleet.timelines();
     BOOST_TEST(asio_sync::test::peak(believed) <= capacity);
     report_above(believed, "believed", fault);
+    std::size_t most = 0; // from the sum in force at the fault
+    for (const auto& [t, sum] : fleet.share_sums_but(0))
+        if (t <= fault)
+            most = sum;
+        else if (t < healed)
+            most = std::max(most, sum);
+    BOOST_TEST_MESSAGE("the others' shares while the replies were lost: at most " << most << " of "
+                                                                                  << capacity);
 }
 
 // =====================================================================================================
