@@ -23,7 +23,8 @@
 // The children's outcomes are counted exactly: every acquire is granted, or aborted by the stop.
 // No duration is compared with a threshold: the figures (the time a killed process' share takes to
 // come back, the overlap after a restart without persistence) are reported, and their order with
-// the lease checked.
+// the lease checked. The last case runs in one process: a refresh delivered late by a stuck
+// middlebox, and what Redis counts after it.
 
 #include <asio_sync/redis/share_semaphore.hpp>
 
