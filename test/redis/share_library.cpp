@@ -8,8 +8,8 @@
 // The leased shares' Redis function library, called on a real server whose clock the test sets:
 // the max-min fair division, held growing only from free capacity up to the target, bounds, leases
 // that end and their reaping, fences (also after the state is lost), when 'divided' is published,
-// resize, leave, status, calls refused with nothing changed, and a long random run of processes
-// that obey their grants checked step by step against a model.
+// resize, leave, status, a refresh delivered after a newer one, calls refused with nothing changed,
+// and a long random run of processes that obey their grants checked step by step against a model.
 
 #include <asio_sync/redis/detail/share_library.hpp>
 
@@ -49,7 +49,7 @@ std::string name_of(function f)
 
 // The calls of the library on the limit "jobs".
 argv_type refresh_call(const std::string& id, std::uint64_t want, std::uint64_t bound, std::uint64_t lease_ms,
-                       std::uint64_t capacity)
+                       std::uint64_t capacity, std::uint64_t call)
 {
     return {"FCALL",
             name_of(function::refresh),
@@ -60,7 +60,8 @@ argv_type refresh_call(const std::string& id, std::uint64_t want, std::uint64_t 
             std::to_string(want),
             std::to_string(bound),
             std::to_string(lease_ms),
-            std::to_string(capacity)};
+            std::to_string(capacity),
+            std::to_string(call)};
 }
 argv_type leave_call(const std::string& id)
 {
@@ -103,7 +104,7 @@ struct share_fixture
     std::string refresh(const std::string& id, std::uint64_t want, std::uint64_t bound,
                         std::uint64_t lease_ms = 1000)
     {
-        return shown(client.execute(refresh_call(id, want, bound, lease_ms, capacity)));
+        return shown(client.execute(refresh_call(id, want, bound, lease_ms, capacity, ++numbers[id])));
     }
     std::string leave(const std::string& id) { return shown(client.execute(leave_call(id))); }
     std::string resize(std::uint64_t to) { return shown(client.execute(resize_call(to))); }
@@ -178,7 +179,8 @@ struct share_fixture
     redis_server::client subscriber;
     // A whole millisecond well after the server's own clock.
     std::uint64_t origin = std::stoull(client.execute({"TIME"}).elements.at(0).text) * 1000 + 1'000'000;
-    std::uint64_t capacity = 10; // declared by each refresh
+    std::uint64_t capacity = 10;                  // declared by each refresh
+    std::map<std::string, std::uint64_t> numbers; // of each process's last refresh
     fence_names fences;
 };
 
@@ -527,10 +529,36 @@ BOOST_FIXTURE_TEST_CASE(status_reads_the_live_entries_and_their_sums, share_fixt
     at(500);
     BOOST_TEST(status() == "status 10 3 500 | b 3 3 3 2000 F1");
     // Read only: FCALL_RO, and a writing function refused there.
-    argv_type ro = refresh_call("c", 1, 0, 1000, 10);
+    argv_type ro = refresh_call("c", 1, 0, 1000, 10, 1);
     ro[0] = "FCALL_RO";
     BOOST_TEST(run(ro).rfind("ERR", 0) == 0u);
     BOOST_TEST(command({"HEXISTS", key, "#a"}) == "1");
+}
+
+// A refresh delivered late, after a newer one of the same process ran (sent on a link that died):
+// its bound may be below what the process took since. It changes nothing, and is answered with the
+// entry as it is; so is the last one run, sent again.
+BOOST_FIXTURE_TEST_CASE(a_refresh_older_than_the_last_one_run_changes_nothing, share_fixture)
+{
+    const auto call = [&](const std::string& id, std::uint64_t want, std::uint64_t bound,
+                          std::uint64_t number) {
+        return shown(client.execute(refresh_call(id, want, bound, 1000, capacity, number)));
+    };
+    BOOST_TEST(call("a", 0, 0, 1) == "share 0 0 1000 F1 10");
+    BOOST_TEST(call("b", 10, 0, 1) == "share 10 10 1000 F2 10");
+    BOOST_TEST(call("a", 4, 0, 3) == "share 0 4 1000 F1 10"); // its call 2 is kept by a dead link
+    BOOST_TEST(call("b", 10, 6, 2) == "share 6 6 1000 F2 10");
+    BOOST_TEST(call("a", 4, 0, 4) == "share 4 4 1000 F1 10"); // a uses 4
+    BOOST_TEST(published() == 2);
+    at(100);
+    const std::string before = stored();
+    // Run, a's call 2 would set its held and its target to 0, and b's target to 10.
+    BOOST_TEST(call("a", 0, 0, 2) == "share 4 4 1000 F1 10");
+    BOOST_TEST(call("a", 4, 4, 4) == "share 4 4 1000 F1 10");
+    BOOST_TEST(stored() == before); // not even a lease renewed
+    BOOST_TEST(published() == 0);
+    BOOST_TEST(call("a", 4, 4, 5) == "share 4 4 1000 F1 10");
+    BOOST_TEST(status() == "status 10 10 100 | a 4 4 4 1100 F1 | b 6 10 6 1000 F2");
 }
 
 // ---- refused calls
@@ -544,7 +572,7 @@ BOOST_FIXTURE_TEST_CASE(malformed_calls_are_refused_and_change_nothing, share_fi
     const std::string before = stored();
     BOOST_TEST_REQUIRE(before.find("#a") != std::string::npos);
 
-    const argv_type good = refresh_call("c", 1, 0, 1000, 10);
+    const argv_type good = refresh_call("c", 1, 0, 1000, 10, 1);
     const auto with = [&](std::size_t index, std::string value) { // ARGV[index] of the call
         argv_type argv = good;
         argv.at(3 + index) = std::move(value);
@@ -553,11 +581,11 @@ BOOST_FIXTURE_TEST_CASE(malformed_calls_are_refused_and_change_nothing, share_fi
     const std::string refresh_name = name_of(function::refresh), leave_name = name_of(function::leave),
                       resize_name = name_of(function::resize), status_name = name_of(function::status);
     const argv_type calls[] = {
-        // refresh: the keys and arguments counted, an empty id, want, bound, lease_ms, capacity
-        {"FCALL", refresh_name, "0", channel, "c", "1", "0", "1000", "10"},
-        {"FCALL", refresh_name, "2", key, key, channel, "c", "1", "0", "1000", "10"},
-        {"FCALL", refresh_name, "1", key, channel, "c", "1", "0", "1000"},
-        {"FCALL", refresh_name, "1", key, channel, "c", "1", "0", "1000", "10", "1"},
+        // refresh: the keys and arguments counted, an empty id, want, bound, lease_ms, capacity, call
+        {"FCALL", refresh_name, "0", channel, "c", "1", "0", "1000", "10", "1"},
+        {"FCALL", refresh_name, "2", key, key, channel, "c", "1", "0", "1000", "10", "1"},
+        {"FCALL", refresh_name, "1", key, channel, "c", "1", "0", "1000", "10"},
+        {"FCALL", refresh_name, "1", key, channel, "c", "1", "0", "1000", "10", "1", "1"},
         with(2, ""),
         with(3, "x"),
         with(3, "-1"),
@@ -574,6 +602,8 @@ BOOST_FIXTURE_TEST_CASE(malformed_calls_are_refused_and_change_nothing, share_fi
         with(6, "0"),
         with(6, "x"),
         with(6, "4503599627370497"), // 2^52 + 1
+        with(7, "0"),
+        with(7, "x"),
         // leave: the keys and arguments counted, an empty id
         {"FCALL", leave_name, "1", key, channel},
         {"FCALL", leave_name, "1", key, channel, "a", "b"},
@@ -620,7 +650,7 @@ BOOST_FIXTURE_TEST_CASE(a_key_of_another_type_fails_with_wrongtype_and_changes_n
         command(make);
         const std::string before = run({"DUMP", key});
         for (const argv_type& argv :
-             {refresh_call("a", 1, 0, 1000, 10), leave_call("a"), resize_call(5), status_call()})
+             {refresh_call("a", 1, 0, 1000, 10, 1), leave_call("a"), resize_call(5), status_call()})
         {
             BOOST_TEST_CONTEXT(make[0] << ", " << argv[1])
             {

@@ -93,6 +93,33 @@ inline std::size_t peak(const std::vector<hold>& holds)
     return most;
 }
 
+// The stretches of time during which more than `capacity` holds overlapped, in order (the sweep of
+// peak()).
+inline std::vector<std::pair<std::chrono::steady_clock::time_point, std::chrono::steady_clock::time_point>>
+above(const std::vector<hold>& holds, std::size_t capacity)
+{
+    std::vector<std::pair<std::chrono::steady_clock::time_point, int>> events;
+    for (const hold& h : holds)
+    {
+        events.emplace_back(h.granted, 1);
+        events.emplace_back(h.ended, -1);
+    }
+    std::sort(events.begin(), events.end());
+    std::vector<std::pair<std::chrono::steady_clock::time_point, std::chrono::steady_clock::time_point>>
+        stretches;
+    std::size_t active = 0;
+    for (const auto& e : events)
+    {
+        const bool was_above = active > capacity;
+        active += static_cast<std::size_t>(e.second == 1 ? 1 : -1);
+        if (!was_above && active > capacity)
+            stretches.emplace_back(e.first, e.first);
+        else if (was_above && active <= capacity)
+            stretches.back().second = e.first;
+    }
+    return stretches;
+}
+
 // For failure messages: how far apart two events were.
 inline double milliseconds(std::chrono::steady_clock::duration d)
 {

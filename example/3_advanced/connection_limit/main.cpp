@@ -22,7 +22,9 @@
 //
 // With --redis the K permits are those of an asio_sync::redis::semaphore, shared by every process
 // that opens the same name on that server: several of these programs then serve at most K
-// sessions at once between them (scripts/fleet-demo runs three).
+// sessions at once between them (scripts/fleet-demo runs three). With --shares as well they are
+// those of an asio_sync::redis::share_semaphore: each process serves its sessions from its share of
+// the K, leased from Redis, without a call to Redis per session.
 //
 // With --adaptive an asio_sync::adaptive_limiter, at most K, decides how many sessions are served
 // at once, from how long the sessions it admits take; the work then slows down in proportion once
@@ -37,10 +39,12 @@
 #include <asio_sync/wait_histogram.hpp>
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
 #include <asio_sync/redis/semaphore.hpp>
+#include <asio_sync/redis/share_semaphore.hpp>
 
 #include <boost/asio/executor_work_guard.hpp>
 
 #include <fstream>
+#include <tuple>
 #endif
 
 #include <boost/asio/as_tuple.hpp>
@@ -117,6 +121,7 @@ struct options
     unsigned durable_replicas = 0;
     std::string name = "connection_limit";
     milliseconds lease = 2000ms;
+    bool shares = false; // the K permits served from a share leased from Redis
     std::string log_path;
     std::string adaptive; // empty: K sessions at once; else the limit algorithm
 };
@@ -124,7 +129,7 @@ struct options
 constexpr const char usage[] =
     "usage: connection_limit [--k N] [--clients N] [--duration SECONDS] [--adaptive vegas|gradient2|aimd]\n"
     "                        [--redis HOST:PORT|MASTER@SENTINEL,... [--name NAME] [--lease MS]\n"
-    "                         [--durable N] [--log FILE]] [--help]\n"
+    "                         [--durable N | --shares] [--log FILE]] [--help]\n"
     "\n"
     "Runs a TCP server on 127.0.0.1 that accepts every connection but serves at most K at once,\n"
     "and a crowd of loopback clients against it, some of which lose patience while queued. After\n"
@@ -142,8 +147,11 @@ constexpr const char usage[] =
     "  --name NAME         the semaphore's name in Redis (default connection_limit)\n"
     "  --lease MS          the lease of a fleet permit, in milliseconds (default 2000)\n"
     "  --durable N         grant a fleet permit only once N replicas have it (default 0)\n"
+    "  --shares            serve the K permits from this process' share of them, leased from\n"
+    "                      Redis for the lease above (a share_semaphore: no call per session)\n"
     "  --log FILE          write one line per fleet permit held: the steady-clock nanoseconds of\n"
     "                      its grant and of its end, the nanoseconds waited, its fencing token\n"
+    "                      (with --shares, that of the share it came from)\n"
     "  --help              show this text\n";
 
 std::optional<std::size_t> parse_count(const char* text, std::size_t min, std::size_t max)
@@ -239,6 +247,12 @@ std::variant<options, int> parse_options(int argc, char** argv)
             std::fputs(usage, stdout);
             return 0;
         }
+        if (arg == "--shares") // the one option without a value
+        {
+            result.shares = true;
+            --i;
+            continue;
+        }
         const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
         bool valid = value != nullptr;
         if (valid && arg == "--k")
@@ -278,6 +292,12 @@ std::variant<options, int> parse_options(int argc, char** argv)
                          value ? value : "", usage);
             return 2;
         }
+    }
+    if (result.shares && (result.redis_host.empty() || result.durable_replicas != 0))
+    {
+        std::fprintf(stderr, "connection_limit: --shares goes with --redis, and without --durable\n\n%s",
+                     usage);
+        return 2;
     }
 #if !defined(ASIO_SYNC_EXAMPLE_REDIS)
     if (!result.redis_host.empty())
@@ -468,6 +488,10 @@ struct fleet_hold
     std::uint64_t fencing_token;
 };
 
+// A fleet permit: one of the semaphore in Redis, or (--shares) one of this process' share.
+using share_permit = asio_sync::redis::share_semaphore::permit;
+using fleet_permit = std::variant<asio_sync::redis::semaphore::permit, share_permit>;
+
 // With --redis: the K permits live in Redis, shared by every process that opens the same name.
 // The link to Redis has an io_context and a thread of its own, so that the sessions' io_context
 // still runs out of work, and run() returns, once the last session has ended.
@@ -475,10 +499,14 @@ class fleet_limit
 {
 public:
     fleet_limit(const options& opts, asio::io_context::executor_type sessions_executor)
-        : sessions_executor_(sessions_executor), connection_(redis_ctx_, connection_options_for(opts)),
-          semaphore_(std::in_place, connection_, opts.name, opts.k, semaphore_options_for(opts)),
-          thread_([this] { redis_ctx_.run(); })
+        : sessions_executor_(sessions_executor), connection_(redis_ctx_, connection_options_for(opts))
     {
+        if (opts.shares)
+            share_.emplace(connection_, opts.name, opts.k,
+                           asio_sync::redis::share_options{opts.lease, {}, {}});
+        else
+            semaphore_.emplace(connection_, opts.name, opts.k, semaphore_options_for(opts));
+        thread_ = std::thread([this] { redis_ctx_.run(); });
     }
 
     fleet_limit(const fleet_limit&) = delete;
@@ -486,7 +514,42 @@ public:
 
     ~fleet_limit() { stop(); }
 
+    // With --shares, the share semaphore; otherwise null.
+    asio_sync::redis::share_semaphore* shares() { return share_ ? &*share_ : nullptr; }
+
+    // The semaphore in Redis, without --shares.
     asio_sync::redis::semaphore& semaphore() { return *semaphore_; }
+
+    // Takes one fleet permit; `slot` takes the acquire out of the queue.
+    awaitable<std::tuple<error_code, fleet_permit>> acquire(asio::cancellation_slot slot)
+    {
+        if (share_)
+        {
+            auto [ec, permit] =
+                co_await share_->async_acquire_permit(1, asio::bind_cancellation_slot(slot, as_result));
+            co_return std::tuple<error_code, fleet_permit>(ec, std::move(permit));
+        }
+        auto [ec, permit] =
+            co_await semaphore_->async_acquire_permit(1, asio::bind_cancellation_slot(slot, as_result));
+        co_return std::tuple<error_code, fleet_permit>(ec, std::move(permit));
+    }
+
+    // The fencing token of a permit; with --shares, the share's.
+    std::uint64_t fence_of(const fleet_permit& permit) const
+    {
+        if (share_)
+            return share_->state().fence;
+        return std::get<asio_sync::redis::semaphore::permit>(permit).fencing_token();
+    }
+
+    // Queued acquires complete with asio_sync::error::closed, later ones too.
+    void close()
+    {
+        if (share_)
+            share_->close();
+        else
+            semaphore_->close();
+    }
 
     // Closes the link. Called once the sessions' io_context has returned: every permit is then
     // back in Redis, since each release keeps that context busy until Redis has answered it.
@@ -495,22 +558,26 @@ public:
         if (!thread_.joinable())
             return;
         semaphore_.reset();
+        share_.reset();
         connection_.close();
         redis_work_.reset();
         thread_.join();
     }
 
     // Gives `permit` back, and notes how the session held it.
-    void release(asio_sync::redis::semaphore::permit& permit, const fleet_hold& hold)
+    void release(fleet_permit& permit, const fleet_hold& hold)
     {
         {
             std::lock_guard lock(mutex_);
             holds_.push_back(hold);
         }
-        permit.async_release([this, work = asio::make_work_guard(sessions_executor_)](error_code ec) {
-            if (ec == asio_sync::redis::error::lease_lost || ec == asio_sync::redis::error::state_lost)
-                leases_lost_.fetch_add(1);
-        });
+        if (auto* from_share = std::get_if<share_permit>(&permit))
+            return from_share->release();
+        std::get<asio_sync::redis::semaphore::permit>(permit).async_release(
+            [this, work = asio::make_work_guard(sessions_executor_)](error_code ec) {
+                if (ec == asio_sync::redis::error::lease_lost || ec == asio_sync::redis::error::state_lost)
+                    leases_lost_.fetch_add(1);
+            });
     }
 
     std::size_t leases_lost() const { return leases_lost_.load(); }
@@ -550,6 +617,7 @@ private:
     asio::executor_work_guard<asio::io_context::executor_type> redis_work_{redis_ctx_.get_executor()};
     asio_sync::redis::connection connection_;
     std::optional<asio_sync::redis::semaphore> semaphore_;
+    std::optional<asio_sync::redis::share_semaphore> share_;
     std::thread thread_;
     std::atomic<std::size_t> leases_lost_{0};
     std::mutex mutex_;
@@ -561,14 +629,14 @@ std::int64_t steady_ns(clock_type::time_point t)
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-// A session's fleet permit. The interval it logs lies inside the permit's lease in Redis: it
-// starts once the grant has arrived and ends before the release is sent.
+// A session's fleet permit. The interval it logs lies inside the permit's lease in Redis (with
+// --shares, inside its share's lease, unless the share is lost): it starts once the grant has
+// arrived and ends before the release is sent.
 class fleet_turn
 {
 public:
-    fleet_turn(fleet_limit& fleet, asio_sync::redis::semaphore::permit permit,
-               clock_type::time_point queued_at)
-        : fleet_(fleet), permit_(std::move(permit)), queued_at_(queued_at)
+    fleet_turn(fleet_limit& fleet, fleet_permit permit, clock_type::time_point queued_at)
+        : fleet_(fleet), permit_(std::move(permit)), fence_(fleet.fence_of(permit_)), queued_at_(queued_at)
     {
     }
 
@@ -578,12 +646,13 @@ public:
     ~fleet_turn()
     {
         fleet_.release(permit_, {steady_ns(granted_at_), steady_ns(clock_type::now()),
-                                 steady_ns(granted_at_) - steady_ns(queued_at_), permit_.fencing_token()});
+                                 steady_ns(granted_at_) - steady_ns(queued_at_), fence_});
     }
 
 private:
     fleet_limit& fleet_;
-    asio_sync::redis::semaphore::permit permit_;
+    fleet_permit permit_;
+    std::uint64_t fence_;
     clock_type::time_point queued_at_;
     clock_type::time_point granted_at_ = clock_type::now();
 };
@@ -617,8 +686,7 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
     std::optional<fleet_turn> turn;
     if (fleet)
     {
-        auto [fleet_ec, fleet_permit] = co_await fleet->semaphore().async_acquire_permit(
-            1, asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
+        auto [fleet_ec, permit] = co_await fleet->acquire(watch->leave_queue.slot());
         // Closed by the shutdown: the closed local semaphore below turns the session away.
         const bool shut_down = fleet_ec == asio_sync::error::closed;
         if (fleet_ec == asio::error::operation_aborted && !shut_down)
@@ -629,7 +697,7 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
         if (fleet_ec && !shut_down)
             throw boost::system::system_error(fleet_ec, "fleet-wide acquire");
         if (!shut_down)
-            turn.emplace(*fleet, std::move(fleet_permit), queued_at);
+            turn.emplace(*fleet, std::move(permit), queued_at);
     }
 #endif
     // With --adaptive a session first takes a permit of the adaptive limit; the local semaphore, of
@@ -732,12 +800,24 @@ awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::execu
     }
 }
 
-// With --redis, also the permits held and the waiters queued across the fleet, read from Redis.
+bool fleet_shares([[maybe_unused]] fleet_limit* fleet)
+{
+#if defined(ASIO_SYNC_EXAMPLE_REDIS)
+    return fleet && fleet->shares();
+#else
+    return false;
+#endif
+}
+
+// With --redis, also the permits held and the waiters queued across the fleet, read from Redis;
+// with --shares, this process' share of the K and its demand.
 awaitable<void> report_progress(clock_type::time_point start, asio_sync::semaphore& limit, fleet_limit* fleet,
                                 const asio_sync::adaptive_limiter* adaptive, const server_stats& stats)
 {
     std::printf("  time  active  queued  served  abandoned%s%s\n", adaptive ? "  limit   peak" : "",
-                fleet ? "  fleet-held  fleet-queued" : "");
+                !fleet                ? ""
+                : fleet_shares(fleet) ? "       share      demand"
+                                      : "  fleet-held  fleet-queued");
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (auto next = start + report_interval; !limit.is_closed(); next += report_interval)
     {
@@ -751,7 +831,12 @@ awaitable<void> report_progress(clock_type::time_point start, asio_sync::semapho
         if (adaptive)
             std::printf("  %5zu  %5zu", adaptive->limit(), stats.peak.load());
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
-        if (fleet)
+        if (fleet_shares(fleet))
+        {
+            const asio_sync::redis::share_state state = fleet->shares()->state();
+            std::printf("  %10zu  %10zu", state.share, state.demand);
+        }
+        else if (fleet)
         {
             auto [status_ec, status] = co_await fleet->semaphore().async_status(as_result);
             if (!status_ec)
@@ -777,7 +862,7 @@ awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_p
         adaptive->cancel(); // after the close: the sessions it aborts see the semaphore closed
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
     if (fleet)
-        fleet->semaphore().close(); // so do the sessions still in the fleet-wide queue
+        fleet->close(); // so do the sessions still in the fleet-wide queue
 #endif
     std::printf("%5.2fs  shutting down: acceptor closed, semaphore closed with %zu sessions queued\n",
                 seconds_since(start), queued);
@@ -936,10 +1021,9 @@ int main(int argc, char** argv)
     if (!opts.redis_host.empty())
     {
         fleet = &fleet_storage.emplace(opts, ctx.get_executor());
-        std::printf(
-            "connection_limit: the K permits are the semaphore '%s' in Redis at %s, lease %lld ms%s\n",
-            opts.name.c_str(), opts.redis_spec.c_str(), static_cast<long long>(opts.lease.count()),
-            opts.durable_replicas ? ", durable" : "");
+        std::printf("connection_limit: the K permits are the %s '%s' in Redis at %s, lease %lld ms%s\n",
+                    opts.shares ? "leased shares" : "semaphore", opts.name.c_str(), opts.redis_spec.c_str(),
+                    static_cast<long long>(opts.lease.count()), opts.durable_replicas ? ", durable" : "");
     }
 #endif
 

@@ -270,7 +270,8 @@ private:
         link_->execute(
             routed(call(share_library::function::refresh,
                         {id_, std::to_string(a.want), std::to_string(a.bound),
-                         std::to_string(client_.settings().lease().count()), std::to_string(declared_)})),
+                         std::to_string(client_.settings().lease().count()), std::to_string(declared_),
+                         std::to_string(a.seq)})),
             [self = this->shared_from_this(), seq = a.seq](boost::system::error_code ec, const reply& r) {
                 std::optional<share_reply> decoded;
                 if (!ec)

@@ -67,10 +67,11 @@ inline constexpr std::string_view source = R"lua(#!lua name=asio_sync_share_v1
 -- key and a slot migration never splits it):
 --   capacity    the fleet-wide capacity in force
 --   seq         the last fence handed out
---   #<id>       '<held> <want> <target> <expiry> <fence>' of each process (its id, chosen by it)
+--   #<id>       '<held> <want> <target> <expiry> <fence> <call>' of each process (its id, chosen by it)
 -- held is what Redis counts against the capacity for the process: the most permits it may have in
 -- use. want is the demand it reported, target its part of the division, expiry the end of its lease
--- (server ms), fence the token of its share, handed out when the entry was made.
+-- (server ms), fence the token of its share, handed out when the entry was made, call the number of
+-- the last refresh it ran.
 --
 -- The rule that keeps the shares within the capacity: the sum of held never exceeds the capacity
 -- through a grant. held grows only by capacity that is free (capacity minus the sum of held) and
@@ -82,13 +83,16 @@ inline constexpr std::string_view source = R"lua(#!lua name=asio_sync_share_v1
 -- gets min(want, floor(left / processes left)), so that a process wanting less than an equal part
 -- gets its want, and those wanting more split what remains within one permit of each other.
 --
---   asio_sync_share_v1_refresh(keys: state; args: channel, id, want, bound, lease_ms, capacity)
+--   asio_sync_share_v1_refresh(keys: state; args: channel, id, want, bound, lease_ms, capacity, call)
 --       share <held> <target> <lease_ms> <fence> <capacity>
 --     Renews (or starts) the caller's lease, records its want, lowers its held to its bound,
 --     divides, grows its held toward its target from free capacity. capacity is declared if the
 --     state has none; the one in force is answered. Publishes 'divided' on the channel when another
 --     process should call: its target changed, or capacity that was not free before the call is
 --     free after it while that process is below its target (not when the caller took it back).
+--     call numbers the process's refreshes, growing: one that is not above the last one run for the
+--     entry was sent before it (a link that died and delivered it late) and changes nothing, since
+--     its bound may be below what the process took since; it is answered with the entry as it is.
 --   asio_sync_share_v1_leave(keys: state; args: channel, id)
 --       left <capacity>
 --     Removes the caller's entry: its held returns to the free capacity (only sent once the process
@@ -168,12 +172,13 @@ local function read_state(key)
         elseif field == 'seq' then
             state.seq = tonumber(value)
         elseif string.sub(field, 1, 1) == '#' then
-            local held, want, target, expiry, fence = string.match(value, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+            local held, want, target, expiry, fence, call =
+                string.match(value, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$')
             if held then
                 local id = string.sub(field, 2)
                 state.entries[id] = {
                     held = tonumber(held), want = tonumber(want), target = tonumber(target),
-                    expiry = tonumber(expiry), fence = tonumber(fence),
+                    expiry = tonumber(expiry), fence = tonumber(fence), call = tonumber(call),
                 }
                 state.ids[#state.ids + 1] = id
             end
@@ -230,7 +235,7 @@ end
 
 local function encode(entry)
     return decimal(entry.held) .. ' ' .. decimal(entry.want) .. ' ' .. decimal(entry.target) .. ' ' ..
-               decimal(entry.expiry) .. ' ' .. decimal(entry.fence)
+               decimal(entry.expiry) .. ' ' .. decimal(entry.fence) .. ' ' .. decimal(entry.call)
 end
 
 -- Stores the new targets; true if another process should call: its target changed, or it is below
@@ -252,14 +257,15 @@ local function store_targets(key, state, targets, caller, held_before)
 end
 
 local function refresh(keys, args)
-    if #keys ~= 1 or #args ~= 6 then
-        return argument_error('expected 1 key and 6 arguments')
+    if #keys ~= 1 or #args ~= 7 then
+        return argument_error('expected 1 key and 7 arguments')
     end
     local channel, id = args[1], args[2]
-    local want, bound, lease, declared = integer(args[3], 0), integer(args[4], 0), integer(args[5], 1),
-        integer(args[6], 1)
-    if not (want and bound and lease and declared) or id == '' or declared > MAX_CAPACITY then
-        return argument_error('want, bound, lease_ms and capacity must be integers, the last two positive')
+    local want, bound, lease, declared, call = integer(args[3], 0), integer(args[4], 0), integer(args[5], 1),
+        integer(args[6], 1), integer(args[7], 1)
+    if not (want and bound and lease and declared and call) or id == '' or declared > MAX_CAPACITY then
+        return argument_error('want, bound, lease_ms, capacity and call must be integers, the last three ' ..
+                                  'positive')
     end
     local key = keys[1]
     local now, now_us = clock()
@@ -276,11 +282,14 @@ local function refresh(keys, args)
         -- afresh still hands out larger ones than any earlier.
         state.seq = math.max(state.seq + 1, now_us)
         redis.call('HSET', key, 'seq', decimal(state.seq))
-        entry = {held = 0, want = 0, target = 0, fence = state.seq}
+        entry = {held = 0, want = 0, target = 0, fence = state.seq, call = 0}
         state.entries[id] = entry
         state.ids[#state.ids + 1] = id
         table.sort(state.ids)
+    elseif call <= entry.call then
+        return {REPLY.share, entry.held, entry.target, lease, entry.fence, state.capacity}
     end
+    entry.call = call
     entry.held = math.min(entry.held, bound)
     entry.want = want
     entry.expiry = now + lease
