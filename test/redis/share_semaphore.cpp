@@ -115,6 +115,8 @@ BOOST_FIXTURE_TEST_CASE(an_acquire_above_the_capacity_fails_and_one_above_the_sh
 {
     redis::share_semaphore a(first, "above", 4, quick);
     redis::share_semaphore b(second, "above", 4, quick);
+    // Before the first answer no capacity is known: an acquire of 5 would queue.
+    eventually([&] { return a.valid_for() > clock_type::duration::zero(); });
     auto too_many = a.async_acquire(5, asio::use_future);
     BOOST_CHECK_EXCEPTION(
         wait(too_many), boost::system::system_error,

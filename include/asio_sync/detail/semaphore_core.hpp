@@ -263,6 +263,25 @@ public:
         }
     }
 
+    // Pays the debt with what the queued waiters have collected, oldest first: each gives back up
+    // to the debt and waits for as many more. For a leased share (redis/detail/share_engine.hpp),
+    // whose capacity lowered must not stay held by acquires that cannot complete under it, while no
+    // holder uses those permits. Unbounded cores only. Returns the permits taken.
+    std::size_t pay_debt_with_collected() noexcept
+    {
+        std::lock_guard<Mutex> lock(mutex_);
+        std::size_t taken = 0;
+        for (semaphore_waiter* w = queue_.front(); w && debt_ != 0; w = w->next)
+        {
+            const std::size_t take = w->collected < debt_ ? w->collected : debt_;
+            w->collected -= take;
+            w->missing += take;
+            debt_ -= take;
+            taken += take;
+        }
+        return taken;
+    }
+
     // Per-operation cancellation and timeouts. `*ref` names the waiter, or is null once it has
     // left the queue. If the waiter is not queued (granted or cancelled already) nothing happens
     // and false is returned. Otherwise the waiter moves to `done` with outcome `why` and what it

@@ -51,19 +51,28 @@ namespace asio_sync::redis {
 /// `try_acquire`, `release`, `cancel` and `close` behave as `asio_sync::basic_semaphore`'s, within
 /// this process: FIFO among this process' acquires, per-operation cancellation, every completion
 /// token, no allocation beyond the handler's for a queued acquire. Across processes there is no
-/// queue: fairness is the division's. An acquire of more permits than the fleet's capacity fails
-/// with `asio_sync::error::too_many_permits`; one larger than the share queues, raises the demand,
+/// queue: fairness is the division's. An acquire of more permits than the fleet's capacity (as
+/// Redis last answered it; before the first answer, more than `max_capacity`) fails with
+/// `asio_sync::error::too_many_permits`; one larger than the share queues, raises the demand,
 /// and completes once the share has grown enough (it waits while the other processes' demand keeps
 /// this one's part below it). Acquires made before the first share arrives queue the same way.
 /// `try_acquire` never calls Redis: it fails when the share is spent, even if the fleet has capacity
-/// free (the next refresh may grow the share, if an acquire waits for it).
+/// free (the next refresh may grow the share, if an acquire waits for it). When the share shrinks,
+/// what this process' queued acquires have collected pays the shrink first: permits that no holder
+/// uses go back to the fleet without waiting for those acquires.
 ///
 /// **The lease.** The share is valid until the send time of the last refresh answered plus the
 /// lease minus `share_options::safety_margin`, never later than Redis' own end of it. If that
 /// passes without a new answer (Redis unreachable, this process paused), the share is lost: the
 /// local capacity drops to 0 (the holders keep their permits as a debt) and `async_wait_lost`
-/// completes, before Redis can give that capacity to another process. A process killed gives its
-/// share back when its lease ends in Redis.
+/// completes, before Redis can give that capacity to another process. A timer on the connection's
+/// executor declares it, and every acquire, try and `release` checks the lease first, so that a
+/// busy executor does not delay it for them; a `permit` given back while the executor is blocked
+/// past the lease may still pass its permits to a queued acquire before the loss is declared (a
+/// blocked executor is a paused process: see the faults in docs/cluster/shares.md). A process
+/// killed gives its share back when its lease ends in Redis. Closing the connection closes the
+/// object. Each object is one participant of the division, with its own id, even beside another
+/// of the same name on the same connection.
 ///
 /// **Lifetime.** The connection must outlive the object; the object must outlive its permits and
 /// its holders' releases. The destructor closes it.
@@ -123,8 +132,13 @@ public:
     /// Not copy-assignable (nor move-assignable).
     basic_share_semaphore& operator=(const basic_share_semaphore&) = delete;
 
-    /// Closes the object: see `close()`.
-    ~basic_share_semaphore() { engine_->close(); }
+    /// Closes the object (see `close()`) after removing the listener, which is not called from then
+    /// on.
+    ~basic_share_semaphore()
+    {
+        engine_->set_listener(nullptr);
+        engine_->close();
+    }
 
     /// Returns the executor of the connection.
     const executor_type& get_executor() const noexcept { return engine_->get_executor(); }
@@ -215,7 +229,11 @@ public:
     ///
     /// @param n The number of permits to take.
     /// @returns true if the caller now holds `n` permits (give them back with `release`).
-    bool try_acquire(std::size_t n = 1) noexcept { return n <= capacity() && local().try_acquire(n); }
+    bool try_acquire(std::size_t n = 1)
+    {
+        engine_->check_lease();
+        return n <= engine_->admissible() && local().try_acquire(n);
+    }
 
     /// Takes `n` permits from the share as a `permit` if they are there now, without calling Redis.
     ///
@@ -223,7 +241,8 @@ public:
     /// @returns a permit holding `n` permits, or `std::nullopt` with nothing changed.
     std::optional<permit> try_acquire_permit(std::size_t n = 1)
     {
-        if (n > capacity())
+        engine_->check_lease();
+        if (n > engine_->admissible())
             return std::nullopt;
         return local().try_acquire_permit(n);
     }
@@ -232,7 +251,11 @@ public:
     /// waiters, to a shrink's debt, or to the share.
     ///
     /// @param n The number of permits to give back.
-    void release(std::size_t n = 1) { local().release(n); }
+    void release(std::size_t n = 1)
+    {
+        engine_->check_lease();
+        local().release(n);
+    }
 
     /// Aborts this process' queued acquires with `boost::asio::error::operation_aborted`.
     ///
@@ -257,17 +280,15 @@ public:
     /// How long the share stays valid without another refresh; zero while there is none.
     std::chrono::steady_clock::duration valid_for() const { return engine_->valid_for(); }
 
-    /// Registers `listener`, called with the new state each time the share, the target, the demand
-    /// or the capacity changes, on the connection's executor and never under a lock; it replaces
-    /// the previous one. It must not throw.
+    /// Registers `listener`, called after the share, the target, the demand or the capacity
+    /// changes, posted to the connection's executor (never inside a call of this object, never
+    /// under a lock), with the state as it is when it runs: changes close together may be reported
+    /// by one call. It replaces the previous one; the destructor removes it. It must not throw.
     ///
-    /// @param listener The function to call; an empty one calls nothing.
+    /// @param listener The function to call; an empty one removes the listener.
     void set_listener(std::function<void(const share_state&)> listener)
     {
-        if (listener)
-            engine_->set_listener(std::move(listener));
-        else
-            engine_->set_listener([](const share_state&) {});
+        engine_->set_listener(std::move(listener));
     }
 
     /// Starts a wait that completes when the share is lost: its lease ended without a refresh
@@ -324,7 +345,8 @@ private:
     // queue asks for a new sample of the demand.
     std::size_t admit(std::size_t n) const
     {
-        if (n > capacity())
+        engine_->check_lease();
+        if (n > engine_->admissible())
             return local_type::max_permits + 1;
         if (local().available() < n)
             engine_->poke();

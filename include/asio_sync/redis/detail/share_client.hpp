@@ -75,7 +75,8 @@ class share_settings
 {
 public:
     // Throws std::invalid_argument if the lease is not within [min_lease, max_lease], the safety
-    // margin not within [0, lease / 2], or the refresh interval not within [lease / 100, lease / 3].
+    // margin not within [0, lease / 2], or the refresh interval not within [lease / 100, lease / 3]
+    // or below 1 ms.
     share_settings(const share_options& options, std::chrono::milliseconds min_lease,
                    std::chrono::milliseconds max_lease)
         : lease_(options.lease_duration)
@@ -86,7 +87,7 @@ public:
         if (margin_.count() < 0 || margin_ > lease_ / 2)
             fail("safety_margin out of range");
         interval_ = options.refresh_interval.value_or(lease_ / 10);
-        if (interval_ < lease_ / 100 || interval_ > lease_ / 3 || interval_.count() < 4)
+        if (interval_ < lease_ / 100 || interval_ > lease_ / 3 || interval_.count() < 1)
             fail("refresh_interval out of range");
     }
 
@@ -94,7 +95,10 @@ public:
     std::chrono::milliseconds safety_margin() const noexcept { return margin_; }
     std::chrono::milliseconds refresh_interval() const noexcept { return interval_; }
     // The shortest time between two calls.
-    std::chrono::milliseconds quarter() const noexcept { return interval_ / 4; }
+    std::chrono::steady_clock::duration quarter() const noexcept
+    {
+        return std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval_) / 4;
+    }
 
 private:
     [[noreturn]] static void fail(const char* what)
@@ -262,8 +266,11 @@ private:
         }
         if (closing_ && bound == 0)
         {
+            // Gone from the division: no share is valid any more.
+            valid_until_.reset();
             left_ = true;
             a.leave = true;
+            a.changed = true;
             return a;
         }
         const bool quiet = sent_ && now - sent_at_ < settings_.quarter();

@@ -23,6 +23,7 @@
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
@@ -32,12 +33,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#if defined(__linux__)
+#include <time.h>
+#endif
 
 namespace asio_sync::redis {
 
@@ -117,6 +123,24 @@ public:
     // The fleet's capacity as last learnt (the declared one before the first answer); from any thread.
     std::size_t capacity() const noexcept { return capacity_.load(std::memory_order_relaxed); }
 
+    // The most one acquire may ask for: the capacity in force, or before the first answer (which may
+    // bring another capacity than the declared one) the library's limit.
+    std::size_t admissible() const noexcept
+    {
+        return known_.load(std::memory_order_relaxed)
+                   ? capacity_.load(std::memory_order_relaxed)
+                   : static_cast<std::size_t>(std::min<std::uint64_t>(share_library::max_capacity, SIZE_MAX));
+    }
+
+    // Declares the share lost now if its lease has ended, even if the timer that would do it is late
+    // (the connection's executor busy): called before an acquire may take permits and before a
+    // release may hand them to a queued acquire. A coarse clock, read early by its resolution.
+    void check_lease()
+    {
+        if (coarse_now() >= expires_.load(std::memory_order_relaxed))
+            run([] { return share_actions(); });
+    }
+
     share_state state() const
     {
         const std::lock_guard<std::mutex> lock(mutex_);
@@ -131,10 +155,11 @@ public:
         return until && *until > now ? *until - now : clock::duration::zero();
     }
 
+    // An empty `listener` removes it.
     void set_listener(listener_type listener)
     {
         const std::lock_guard<std::mutex> lock(mutex_);
-        listener_ = std::make_shared<listener_type>(std::move(listener));
+        listener_ = listener ? std::make_shared<listener_type>(std::move(listener)) : nullptr;
     }
 
     // An acquire may queue for want of share: sample the demand at once. At most once until the
@@ -149,28 +174,92 @@ public:
         });
     }
 
-    // Stores capacity `n` in Redis; `handler` (void(error_code)) completes with the answer.
+    // Stores capacity `n` in Redis; `handler` (void(error_code)) completes with the answer, through
+    // its associated executor, which has work outstanding until then. A library found missing
+    // (FUNCTION FLUSH) is loaded again and the resize sent once more.
     template <class Handler>
     void set_capacity(std::size_t n, Handler handler)
     {
-        auto shared = std::make_shared<Handler>(std::move(handler));
+        const auto ex = boost::asio::get_associated_executor(handler, executor_);
+        auto pending = std::make_shared<resize_op<Handler, std::decay_t<decltype(ex)>>>(
+            std::move(handler), boost::asio::make_work_guard(ex));
+        send_resize(n, std::move(pending), true);
+    }
+
+    const Executor& get_executor() const noexcept { return executor_; }
+
+private:
+    template <class Handler, class HandlerExecutor>
+    struct resize_op
+    {
+        resize_op(Handler h, boost::asio::executor_work_guard<HandlerExecutor> w)
+            : handler(std::move(h)), work(std::move(w))
+        {
+        }
+
+        void complete(boost::system::error_code ec)
+        {
+            const HandlerExecutor ex = work.get_executor();
+            boost::asio::post(ex, boost::asio::append(std::move(handler), ec));
+            work.reset();
+        }
+
+        Handler handler;
+        boost::asio::executor_work_guard<HandlerExecutor> work;
+    };
+
+    template <class Op>
+    void send_resize(std::size_t n, std::shared_ptr<Op> op, bool reload)
+    {
         link_->execute(
             routed(call(share_library::function::resize, {std::to_string(n)})),
-            [self = this->shared_from_this(), shared](boost::system::error_code ec, const reply& r) {
+            [self = this->shared_from_this(), op, n, reload](boost::system::error_code ec, const reply& r) {
+                if (reload && missing_library(r))
+                {
+                    self->load_library();
+                    return self->send_resize(n, op, false);
+                }
                 if (!ec && r.kind == reply_kind::error)
                     ec = error::server_error;
                 if (!ec && r.kind == reply_kind::array && r.elements.size() == 2)
                     self->run([&] {
                         return self->client_.on_resized(static_cast<std::size_t>(r.elements[1].integer));
                     });
-                const auto ex = boost::asio::get_associated_executor(*shared, self->executor_);
-                boost::asio::post(ex, boost::asio::append(std::move(*shared), ec));
+                op->complete(ec);
             });
     }
 
-    const Executor& get_executor() const noexcept { return executor_; }
+    static bool missing_library(const reply& r)
+    {
+        return r.kind == reply_kind::error && r.text.rfind("ERR Function not found", 0) == 0;
+    }
 
-private:
+    void load_library()
+    {
+        link_->execute(routed(load_command()), [](boost::system::error_code, const reply&) {});
+    }
+
+    // CLOCK_MONOTONIC_COARSE read early by its resolution, where there is one: a few nanoseconds,
+    // against tens for steady_clock::now(). steady_clock is CLOCK_MONOTONIC there.
+    static clock::rep coarse_now() noexcept
+    {
+#if defined(__linux__)
+        static const clock::rep resolution = [] {
+            timespec r{};
+            ::clock_getres(CLOCK_MONOTONIC_COARSE, &r);
+            return clock::rep(r.tv_sec) * 1000000000 + r.tv_nsec;
+        }();
+        timespec t{};
+        ::clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+        return std::chrono::duration_cast<clock::duration>(std::chrono::seconds(t.tv_sec) +
+                                                           std::chrono::nanoseconds(t.tv_nsec))
+                   .count() +
+               std::chrono::duration_cast<clock::duration>(std::chrono::nanoseconds(resolution)).count();
+#else
+        return clock::now().time_since_epoch().count();
+#endif
+    }
+
     static std::vector<std::string> load_command()
     {
         return {"FUNCTION", "LOAD", "REPLACE", std::string(share_library::source)};
@@ -219,24 +308,48 @@ private:
     template <class Event>
     void run(Event&& event)
     {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        const share_actions a = event();
+        carry_out(a);
+        const share_actions b = client_.tick(clock::now(), view());
+        carry_out(b);
+        if (b.refresh)
+            poked_.store(false, std::memory_order_relaxed);
+        if (client_.capacity() != 0)
+        {
+            capacity_.store(client_.capacity(), std::memory_order_relaxed);
+            known_.store(true, std::memory_order_relaxed);
+        }
+        // The lost event and the acquires' deadline follow the lease: set, and checked never, while
+        // no share is valid (the local capacity is 0 then).
+        const std::optional<clock::time_point> until = client_.valid_until();
+        if (until)
+            lost_.reset();
+        else if (!lost_.is_set())
+            lost_.set();
+        expires_.store(until ? until->time_since_epoch().count() : std::numeric_limits<clock::rep>::max(),
+                       std::memory_order_relaxed);
+        if ((a.changed || b.changed) && listener_ && !listener_posted_)
+        {
+            // One call pending at a time, with the state as it is when it runs.
+            listener_posted_ = true;
+            boost::asio::post(executor_, [weak = this->weak_from_this()] {
+                if (const auto self = weak.lock())
+                    self->deliver();
+            });
+        }
+        rearm();
+    }
+
+    void deliver()
+    {
         std::shared_ptr<listener_type> listener;
         share_state state;
         {
             const std::lock_guard<std::mutex> lock(mutex_);
-            const share_actions a = event();
-            carry_out(a);
-            const share_actions b = client_.tick(clock::now(), view());
-            carry_out(b);
-            if (b.refresh)
-                poked_.store(false, std::memory_order_relaxed);
-            if (client_.capacity() != 0)
-                capacity_.store(client_.capacity(), std::memory_order_relaxed);
-            if ((a.changed || b.changed) && listener_)
-            {
-                listener = listener_;
-                state = state_locked();
-            }
-            rearm();
+            listener_posted_ = false;
+            listener = listener_;
+            state = state_locked();
         }
         if (listener)
             (*listener)(state);
@@ -246,14 +359,16 @@ private:
     void carry_out(const share_actions& a)
     {
         if (a.reduce != 0)
-            local_.reduce_permits(a.reduce);
-        if (a.lost)
-            lost_.set();
-        if (a.add != 0)
         {
-            lost_.reset();
-            local_.add_permits(a.add);
+            local_.reduce_permits(a.reduce);
+            // What queued acquires collected pays the debt: no holder uses it, and another process
+            // may be waiting for it.
+            asio_sync::detail::access::entry(local_).core.pay_debt_with_collected();
         }
+        if (a.lost)
+            lost_.set(); // completes the waits now, even if a new share follows in the same step
+        if (a.add != 0)
+            local_.add_permits(a.add);
         if (a.refresh)
             send_refresh(a);
         if (a.leave)
@@ -268,18 +383,16 @@ private:
     void send_refresh(const share_actions& a)
     {
         link_->execute(
-            routed(call(share_library::function::refresh,
-                        {id_, std::to_string(a.want), std::to_string(a.bound),
-                         std::to_string(client_.settings().lease().count()), std::to_string(declared_),
-                         std::to_string(a.seq)})),
+            routed(
+                call(share_library::function::refresh, {id_, std::to_string(a.want), std::to_string(a.bound),
+                                                        std::to_string(client_.settings().lease().count()),
+                                                        std::to_string(declared_), std::to_string(a.seq)})),
             [self = this->shared_from_this(), seq = a.seq](boost::system::error_code ec, const reply& r) {
                 std::optional<share_reply> decoded;
                 if (!ec)
                     decoded = decode(r);
-                if (!decoded && !ec && r.kind == reply_kind::error &&
-                    r.text.find("not found") != std::string::npos)
-                    self->link_->execute(formatted_command::format_for_pipeline(load_command()),
-                                         [](boost::system::error_code, const reply&) {});
+                if (missing_library(r))
+                    self->load_library();
                 self->run([&] {
                     return decoded ? self->client_.on_reply(clock::now(), seq, *decoded)
                                    : self->client_.on_error(seq);
@@ -331,6 +444,9 @@ private:
     std::shared_ptr<listener_type> listener_;
     std::atomic<std::size_t> capacity_;
     std::atomic<bool> poked_{false};
+    std::atomic<bool> known_{false};                                          // capacity_ answered
+    std::atomic<clock::rep> expires_{std::numeric_limits<clock::rep>::max()}; // the share's valid_until
+    bool listener_posted_ = false;                                            // under the mutex
     std::uint64_t started_ = 0;
 };
 
