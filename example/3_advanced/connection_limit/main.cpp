@@ -25,9 +25,17 @@
 // sessions at once between them (scripts/fleet-demo runs three). With --shares as well they are
 // those of an asio_sync::redis::share_semaphore: each process serves its sessions from its share of
 // the K, leased from Redis, without a call to Redis per session.
+//
+// With --adaptive an asio_sync::adaptive_limiter, at most K, decides how many sessions are served
+// at once, from how long the sessions it admits take; the work then slows down in proportion once
+// more than K/2 sessions run at once (a backend with a knee), and the report shows the limit.
 
+#include <asio_sync/adaptive_limiter.hpp>
+#include <asio_sync/aimd_limit.hpp>
 #include <asio_sync/gate.hpp>
+#include <asio_sync/gradient2_limit.hpp>
 #include <asio_sync/semaphore.hpp>
+#include <asio_sync/vegas_limit.hpp>
 #include <asio_sync/wait_histogram.hpp>
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
 #include <asio_sync/redis/semaphore.hpp>
@@ -115,10 +123,11 @@ struct options
     milliseconds lease = 2000ms;
     bool shares = false; // the K permits served from a share leased from Redis
     std::string log_path;
+    std::string adaptive; // empty: K sessions at once; else the limit algorithm
 };
 
 constexpr const char usage[] =
-    "usage: connection_limit [--k N] [--clients N] [--duration SECONDS]\n"
+    "usage: connection_limit [--k N] [--clients N] [--duration SECONDS] [--adaptive vegas|gradient2|aimd]\n"
     "                        [--redis HOST:PORT|MASTER@SENTINEL,... [--name NAME] [--lease MS]\n"
     "                         [--durable N | --shares] [--log FILE]] [--help]\n"
     "\n"
@@ -129,6 +138,9 @@ constexpr const char usage[] =
     "  --k N               sessions served at once (default 4)\n"
     "  --clients N         clients in the crowd, 1 to 400 (default 64)\n"
     "  --duration SECONDS  how long the server runs before shutting down (default 3)\n"
+    "  --adaptive ALGO     let an adaptive limiter (vegas, gradient2 or aimd), at most K, find how\n"
+    "                      many sessions to serve at once; the work slows down in proportion past\n"
+    "                      K/2 sessions at once, and the report shows the limit\n"
     "  --redis HOST:PORT   take the K permits from a semaphore in this Redis server, shared by\n"
     "                      every process that uses the same name there; MASTER@HOST:PORT,HOST:PORT\n"
     "                      finds the primary named MASTER through these Redis Sentinels\n"
@@ -261,6 +273,11 @@ std::variant<options, int> parse_options(int argc, char** argv)
             valid = duration.has_value();
             result.duration = duration.value_or(0ms);
         }
+        else if (valid && arg == "--adaptive")
+        {
+            result.adaptive = value;
+            valid = result.adaptive == "vegas" || result.adaptive == "gradient2" || result.adaptive == "aimd";
+        }
         else if (valid && is_fleet_option(arg))
         {
             valid = parse_fleet_option(arg, value, result);
@@ -298,6 +315,20 @@ double seconds_since(clock_type::time_point start)
     return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
+// The adaptive limiter of --adaptive: at most K, at least 1, starting at K; AIMD counts a session
+// slower than twice the longest unloaded work as a drop.
+asio_sync::adaptive_limiter* make_adaptive(std::optional<asio_sync::adaptive_limiter>& storage,
+                                           asio::io_context& ctx, const options& opts)
+{
+    if (opts.adaptive == "vegas")
+        return &storage.emplace(ctx, asio_sync::vegas_limit({opts.k, 1, opts.k}));
+    if (opts.adaptive == "gradient2")
+        return &storage.emplace(ctx, asio_sync::gradient2_limit({opts.k, 1, opts.k}));
+    asio_sync::aimd_limit::options aimd{opts.k, 1, opts.k};
+    aimd.timeout = milliseconds(2 * work_max_ms);
+    return &storage.emplace(ctx, asio_sync::aimd_limit(aimd));
+}
+
 // A well-mixed number per session or client (splitmix64): neighbouring indices get unrelated values.
 std::uint64_t seed_for(std::uint64_t base, std::uint64_t index)
 {
@@ -322,6 +353,9 @@ struct server_stats
     std::atomic<std::size_t> abandoned{0};
     std::atomic<std::size_t> abandoned_after_grant{0};
     std::atomic<std::size_t> turned_away{0};
+    std::atomic<std::size_t> limit_changes{0}; // with --adaptive
+    std::atomic<std::size_t> lowest_limit{SIZE_MAX};
+    std::atomic<std::size_t> highest_limit{0};
     std::size_t drained = 0; // sessions in flight at shutdown, all waited for
     double drain_ms = 0;     // from the gate's close until the last of them ended
     bool drained_ok = false; // the close completed and no session was left in the gate
@@ -629,7 +663,8 @@ private:
 // whichever path.
 awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::gate::guard in_flight,
                               asio_sync::semaphore& limit, [[maybe_unused]] fleet_limit* fleet,
-                              server_stats& stats, milliseconds work_time)
+                              asio_sync::adaptive_limiter* adaptive, server_stats& stats,
+                              milliseconds work_time)
 {
     std::string request;
     auto [read_ec, request_size] =
@@ -665,6 +700,21 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
             turn.emplace(*fleet, std::move(permit), queued_at);
     }
 #endif
+    // With --adaptive a session first takes a permit of the adaptive limit; the local semaphore, of
+    // K permits, then always has one free for it, and still turns it away once the server shuts
+    // down (which also cancels the adaptive queue).
+    std::optional<asio_sync::adaptive_limiter::permit> adaptive_permit;
+    if (adaptive && !limit.is_closed())
+    {
+        auto [adaptive_ec, granted] = co_await adaptive->async_acquire(
+            asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
+        if (adaptive_ec && !limit.is_closed())
+        {
+            stats.abandoned.fetch_add(1);
+            co_return;
+        }
+        adaptive_permit.emplace(std::move(granted));
+    }
     auto [acquire_ec] =
         co_await limit.async_acquire(asio::bind_cancellation_slot(watch->leave_queue.slot(), as_result));
     const auto admitted_at = clock_type::now();
@@ -691,7 +741,12 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
         co_return;
     }
 
-    watch->work.expires_after(work_time);
+    // The simulated backend's knee: past K/2 sessions at once, each takes longer in proportion.
+    const double slowdown =
+        adaptive ? std::max(1.0, static_cast<double>(stats.active.load()) /
+                                     static_cast<double>(std::max<std::size_t>(1, adaptive->max_limit() / 2)))
+                 : 1.0;
+    watch->work.expires_after(std::chrono::duration_cast<milliseconds>(work_time * slowdown));
     co_await watch->work.async_wait(as_result);
     if (watch->peer_left)
     {
@@ -708,12 +763,15 @@ awaitable<void> serve_session(tcp::socket socket, [[maybe_unused]] asio_sync::ga
         co_return;
     }
     stats.served.fetch_add(1);
+    if (adaptive_permit)
+        adaptive_permit->success(); // a session whose client left reports nothing: ignored
     stats.record_wait(std::chrono::duration<double, std::milli>(admitted_at - queued_at).count());
 }
 
 awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::executor_type io_executor,
                                 asio_sync::gate& sessions, asio_sync::semaphore& limit, fleet_limit* fleet,
-                                server_stats& stats, std::uint64_t seed, std::atomic<bool>& failed)
+                                asio_sync::adaptive_limiter* adaptive, server_stats& stats,
+                                std::uint64_t seed, std::atomic<bool>& failed)
 {
     for (std::uint64_t session_number = 0;; ++session_number)
     {
@@ -735,9 +793,10 @@ awaitable<void> accept_sessions(tcp::acceptor& acceptor, asio::io_context::execu
         const auto session_executor = socket.get_executor();
         const milliseconds work_time(work_min_ms +
                                      seed_for(seed, session_number) % (work_max_ms - work_min_ms + 1));
-        asio::co_spawn(session_executor,
-                       serve_session(std::move(socket), std::move(in_flight), limit, fleet, stats, work_time),
-                       fail_on_exception{"session", &failed});
+        asio::co_spawn(
+            session_executor,
+            serve_session(std::move(socket), std::move(in_flight), limit, fleet, adaptive, stats, work_time),
+            fail_on_exception{"session", &failed});
     }
 }
 
@@ -753,12 +812,12 @@ bool fleet_shares([[maybe_unused]] fleet_limit* fleet)
 // With --redis, also the permits held and the waiters queued across the fleet, read from Redis;
 // with --shares, this process' share of the K and its demand.
 awaitable<void> report_progress(clock_type::time_point start, asio_sync::semaphore& limit, fleet_limit* fleet,
-                                const server_stats& stats)
+                                const asio_sync::adaptive_limiter* adaptive, const server_stats& stats)
 {
-    std::printf("  time  active  queued  served  abandoned%s\n", !fleet ? ""
-                                                                 : fleet_shares(fleet)
-                                                                     ? "       share      demand"
-                                                                     : "  fleet-held  fleet-queued");
+    std::printf("  time  active  queued  served  abandoned%s%s\n", adaptive ? "  limit   peak" : "",
+                !fleet                ? ""
+                : fleet_shares(fleet) ? "       share      demand"
+                                      : "  fleet-held  fleet-queued");
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (auto next = start + report_interval; !limit.is_closed(); next += report_interval)
     {
@@ -767,7 +826,10 @@ awaitable<void> report_progress(clock_type::time_point start, asio_sync::semapho
         if (limit.is_closed())
             break;
         std::printf("%5.2fs  %6zu  %6zu  %6zu  %9zu", seconds_since(start), stats.active.load(),
-                    limit.waiting(), stats.served.load(), stats.abandoned.load());
+                    limit.waiting() + (adaptive ? adaptive->waiting() : 0), stats.served.load(),
+                    stats.abandoned.load());
+        if (adaptive)
+            std::printf("  %5zu  %5zu", adaptive->limit(), stats.peak.load());
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
         if (fleet_shares(fleet))
         {
@@ -787,14 +849,17 @@ awaitable<void> report_progress(clock_type::time_point start, asio_sync::semapho
 
 awaitable<void> shut_down_at(clock_type::time_point deadline, clock_type::time_point start,
                              tcp::acceptor& acceptor, asio_sync::semaphore& limit, asio_sync::gate& sessions,
-                             [[maybe_unused]] fleet_limit* fleet, server_stats& stats)
+                             [[maybe_unused]] fleet_limit* fleet, asio_sync::adaptive_limiter* adaptive,
+                             server_stats& stats)
 {
     asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
     co_await timer.async_wait(as_result);
     error_code ignored;
     acceptor.close(ignored); // later connections are refused
-    const std::size_t queued = limit.waiting();
+    const std::size_t queued = limit.waiting() + (adaptive ? adaptive->waiting() : 0);
     limit.close(); // queued sessions complete with error::closed; active ones finish their turn
+    if (adaptive)
+        adaptive->cancel(); // after the close: the sessions it aborts see the semaphore closed
 #if defined(ASIO_SYNC_EXAMPLE_REDIS)
     if (fleet)
         fleet->close(); // so do the sessions still in the fleet-wide queue
@@ -924,6 +989,24 @@ int main(int argc, char** argv)
     limit.set_observer(&limit_waits);
     asio_sync::gate sessions(ctx); // every session in flight holds an entry
     server_stats server;
+    std::optional<asio_sync::adaptive_limiter> adaptive_storage;
+    asio_sync::adaptive_limiter* adaptive = nullptr;
+    if (!opts.adaptive.empty())
+    {
+        adaptive = make_adaptive(adaptive_storage, ctx, opts);
+        adaptive->set_observer(&limit_waits); // the sessions wait there; the semaphore then has room
+        adaptive->set_listener([&server](std::size_t, std::size_t new_limit, asio_sync::limit_reason) {
+            server.limit_changes.fetch_add(1);
+            std::size_t low = server.lowest_limit.load();
+            while (new_limit < low && !server.lowest_limit.compare_exchange_weak(low, new_limit))
+            {
+            }
+            std::size_t high = server.highest_limit.load();
+            while (new_limit > high && !server.highest_limit.compare_exchange_weak(high, new_limit))
+            {
+            }
+        });
+    }
     client_stats clients;
     std::atomic<bool> failed{false};
 
@@ -952,13 +1035,14 @@ int main(int argc, char** argv)
     const auto start = clock_type::now();
     asio::co_spawn(
         server_strand,
-        accept_sessions(acceptor, ctx.get_executor(), sessions, limit, fleet, server, seed, failed),
+        accept_sessions(acceptor, ctx.get_executor(), sessions, limit, fleet, adaptive, server, seed, failed),
         fail_on_exception{"accept loop", &failed});
-    asio::co_spawn(server_strand, report_progress(start, limit, fleet, server),
+    asio::co_spawn(server_strand, report_progress(start, limit, fleet, adaptive, server),
                    fail_on_exception{"report", &failed});
-    asio::co_spawn(server_strand,
-                   shut_down_at(start + opts.duration, start, acceptor, limit, sessions, fleet, server),
-                   fail_on_exception{"shutdown", &failed});
+    asio::co_spawn(
+        server_strand,
+        shut_down_at(start + opts.duration, start, acceptor, limit, sessions, fleet, adaptive, server),
+        fail_on_exception{"shutdown", &failed});
     for (std::size_t client = 0; client < opts.clients; ++client)
     {
         asio::co_spawn(asio::make_strand(ctx), run_client(client, endpoint, clients, seed_for(~seed, client)),
@@ -993,13 +1077,20 @@ int main(int argc, char** argv)
     const std::size_t peak = server.peak.load();
     const std::size_t available = limit.available();
     const bool peak_ok = peak <= opts.k;
-    const bool permits_ok = available == opts.k && limit.waiting() == 0;
+    const bool permits_ok =
+        available == opts.k && limit.waiting() == 0 &&
+        (!adaptive || (adaptive->available() == adaptive->limit() && adaptive->waiting() == 0));
 
     std::printf("\nsummary\n");
     std::printf("  K (sessions at once)      %zu\n", opts.k);
     std::printf("  clients                   %zu\n", opts.clients);
     std::printf("  duration                  %.2f s\n", elapsed);
     std::printf("  peak concurrent sessions  %zu  never above K: %s\n", peak, peak_ok ? "yes" : "NO");
+    if (adaptive)
+        std::printf("  adaptive limit (%s)  %zu at the end; %zu changes, between %zu and %zu\n",
+                    opts.adaptive.c_str(), adaptive->limit(), server.limit_changes.load(),
+                    std::min(server.lowest_limit.load(), adaptive->limit()),
+                    std::max(server.highest_limit.load(), adaptive->limit()));
     std::printf("  permits after shutdown    %zu of %zu  none lost: %s\n", available, opts.k,
                 permits_ok ? "yes" : "NO");
     std::printf("  sessions served           %zu (and %zu whose client left during its turn)\n",
