@@ -7,8 +7,9 @@
 
 // The client side of a leased share without a server, a connection or a clock: the options'
 // bounds, the first call, growth, the demand and when it is reported, shrink with debt and its
-// confirmation, the lease rule and the share's loss (the lease ending, Redis making a new entry),
-// answers that come late or never, errors and retries, a published division, close and leave.
+// confirmation, the lease rule and the share's loss (the lease ending, Redis making a new entry or
+// holding less than the share), answers that come late or never, errors and retries, a published
+// division, close and leave.
 
 #include <asio_sync/redis/detail/share_client.hpp>
 
@@ -246,6 +247,24 @@ BOOST_AUTO_TEST_CASE(a_new_entry_in_redis_while_the_share_is_valid_is_a_loss)
     BOOST_TEST(b.add == 3u);
     BOOST_TEST(c.share() == 3u);
     BOOST_TEST(c.fence() == 9u);
+}
+
+BOOST_AUTO_TEST_CASE(an_answer_holding_less_than_the_share_is_a_loss)
+{
+    share_client c = granted_client(5);
+    const share_actions a = notice(c, t0 + 100ms, local(5, 5));
+    BOOST_REQUIRE(a.refresh);
+    // Redis went back to an earlier state (its last writes lost): the same entry, holding 3 of the
+    // 5 this process uses. The others may take the 2.
+    const share_actions b = answer(c, t0 + 105ms, a.seq, granted(3, 5), local(3, 5, 0, 2));
+    BOOST_TEST(b.lost);
+    BOOST_TEST(b.reduce == 5u);
+    BOOST_TEST(b.add == 3u);
+    BOOST_TEST(c.share() == 3u);
+    // Held at least the share that was sent: as usual.
+    const share_actions d = c.tick(t0 + 500ms, local(3, 3));
+    BOOST_REQUIRE(d.refresh);
+    BOOST_TEST(!answer(c, t0 + 505ms, d.seq, granted(3, 5), local(3, 3)).lost);
 }
 
 BOOST_AUTO_TEST_CASE(an_error_is_retried_a_quarter_after_the_call)

@@ -30,6 +30,7 @@
 
 #include "support/child_process.hpp"
 #include "support/delaying_proxy.hpp"
+#include "support/io_threads.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/semaphore_timeline.hpp"
@@ -40,7 +41,6 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read_until.hpp>
@@ -86,6 +86,7 @@ using asio_sync::test::milliseconds;
 using asio_sync::test::options_for;
 using asio_sync::test::pipe_link;
 using asio_sync::test::redis_server;
+using asio_sync::test::running_io;
 using asio_sync::test::tcp_proxy;
 using asio_sync::test::wait;
 using clock_type = std::chrono::steady_clock;
@@ -897,63 +898,93 @@ BOOST_AUTO_TEST_CASE(a_refresh_delivered_late_never_lowers_what_redis_counts_bel
 {
     redis_server server;
     delaying_proxy proxy(server.port());
-    asio::io_context io;
-    auto work = asio::make_work_guard(io);
-    std::thread thread([&] { io.run(); });
-    {
-        redis::connection proxied(io, quick_links(proxy.port()));
-        redis::connection direct(io, quick_links(server.port()));
-        const redis::share_options options{lease, margin, refresh};
-        redis::share_semaphore a(proxied, "late", 2, options);
-        redis::share_semaphore b(direct, "late", 2, options);
-        // B holds the whole capacity; A is idle, with a share of 0.
-        auto first = b.async_acquire_permit(1, asio::use_future);
-        auto second = b.async_acquire_permit(1, asio::use_future);
-        auto b1 = wait(first);
-        auto b2 = wait(second);
-        eventually([&] { return a.valid_for() > clock_type::duration::zero(); });
+    running_io run(1);
+    redis::connection proxied(run.io, quick_links(proxy.port()));
+    redis::connection direct(run.io, quick_links(server.port()));
+    const redis::share_options options{lease, margin, refresh};
+    redis::share_semaphore a(proxied, "late", 2, options);
+    redis::share_semaphore b(direct, "late", 2, options);
+    // B holds the whole capacity; A is idle, with a share of 0.
+    auto first = b.async_acquire_permit(1, asio::use_future);
+    auto second = b.async_acquire_permit(1, asio::use_future);
+    auto b1 = wait(first);
+    auto b2 = wait(second);
+    eventually([&] { return a.valid_for() > clock_type::duration::zero(); });
 
-        // A's link stalls: its refreshes (demand 0, bound 0) stay in the proxy until the health check
-        // replaces the link and a refresh on the new one is answered.
-        const clock_type::time_point stalled = clock_type::now();
-        proxy.stall_existing();
-        eventually([&] { return clock_type::now() + a.valid_for() > stalled + lease - margin; });
-        BOOST_TEST_MESSAGE("bytes kept by the proxy: " << proxy.kept_bytes());
+    // A's link stalls: its refreshes (demand 0, bound 0) stay in the proxy until the health check
+    // replaces the link and a refresh on the new one is answered.
+    const clock_type::time_point stalled = clock_type::now();
+    proxy.stall_existing();
+    eventually([&] { return clock_type::now() + a.valid_for() > stalled + lease - margin; });
+    BOOST_TEST_MESSAGE("bytes kept by the proxy: " << proxy.kept_bytes());
 
-        // A takes a permit: B gives one back to its new part, and asks for it again.
-        auto taken = a.async_acquire_permit(1, asio::use_future);
-        eventually([&] { return b.state().target == 1; });
-        b2.release();
-        auto a1 = wait(taken);
-        auto again = b.async_acquire_permit(1, asio::use_future);
+    // A takes a permit: B gives one back to its new part, and asks for it again.
+    auto taken = a.async_acquire_permit(1, asio::use_future);
+    eventually([&] { return b.state().target == 1; });
+    b2.release();
+    auto a1 = wait(taken);
+    auto again = b.async_acquire_permit(1, asio::use_future);
 
-        // The late refreshes run, then (before any other client's command: Redis runs what one
-        // client sent in one go) a copy of the state, and the command that names their link.
-        proxy.deliver_stalled(resp({"COPY", "asio_sync:{late}:share", "late:after", "REPLACE"}) +
-                              resp({"CLIENT", "SETNAME", "late"}));
-        eventually([&] {
-            return server.command({"CLIENT", "LIST"}).find(" name=late ") != std::string::npos;
-        });
-        const redis_server::reply after =
-            server.execute({"HGET", "late:after", "#" + id_of(server, a.state().fence)});
-        BOOST_TEST_MESSAGE("A's entry after the late refreshes: " << after.to_text());
-        std::istringstream entry(after.text);
-        std::size_t held_by_a = 0;
-        entry >> held_by_a;
-        BOOST_TEST(held_by_a == 1u, "Redis counted " << held_by_a << " for the process holding 1");
-        // Two more refreshes of each process.
-        const clock_type::time_point delivered = clock_type::now();
-        eventually(
-            [&] { return clock_type::now() + a.valid_for() > delivered + lease - margin + 2 * refresh; });
-        eventually(
-            [&] { return clock_type::now() + b.valid_for() > delivered + lease - margin + 2 * refresh; });
-        BOOST_TEST(!is_ready(again), "the other process was given the permit held");
-        a1.release();
-        wait(again);
-        b1.release();
-    }
-    work.reset();
-    thread.join();
+    // The late refreshes run, then (before any other client's command: Redis runs what one
+    // client sent in one go) a copy of the state, and the command that names their link.
+    proxy.deliver_stalled(resp({"COPY", "asio_sync:{late}:share", "late:after", "REPLACE"}) +
+                          resp({"CLIENT", "SETNAME", "late"}));
+    eventually([&] { return server.command({"CLIENT", "LIST"}).find(" name=late ") != std::string::npos; });
+    const redis_server::reply after =
+        server.execute({"HGET", "late:after", "#" + id_of(server, a.state().fence)});
+    BOOST_TEST_MESSAGE("A's entry after the late refreshes: " << after.to_text());
+    std::istringstream entry(after.text);
+    std::size_t held_by_a = 0;
+    entry >> held_by_a;
+    BOOST_TEST(held_by_a == 1u, "Redis counted " << held_by_a << " for the process holding 1");
+    // Two more refreshes of each process.
+    const clock_type::time_point delivered = clock_type::now();
+    eventually([&] { return clock_type::now() + a.valid_for() > delivered + lease - margin + 2 * refresh; });
+    eventually([&] { return clock_type::now() + b.valid_for() > delivered + lease - margin + 2 * refresh; });
+    BOOST_TEST(!is_ready(again), "the other process was given the permit held");
+    a1.release();
+    wait(again);
+    b1.release();
+}
+
+// =====================================================================================================
+// In one process: Redis goes back to an earlier state, as after a restart that lost its last writes
+// (appendfsync everysec) or a failover to a replica that lacked them: the same entry, holding less
+// than the share its process has since taken. Another process takes what seems free; the first must
+// be told of its loss at its next call, not go on serving its holders from a share Redis undercounts
+// for as long as they hold.
+BOOST_AUTO_TEST_CASE(a_redis_gone_back_to_an_earlier_state_tells_the_process_it_undercounts)
+{
+    redis_server server;
+    running_io run(1);
+    redis::connection first(run.io, quick_links(server.port()));
+    redis::connection second(run.io, quick_links(server.port()));
+    const std::string key = "asio_sync:{back}:share";
+    // a refreshes every 400 ms, b every 100 ms: b calls first after the fault.
+    constexpr std::chrono::milliseconds slower = 400ms;
+    redis::share_semaphore a(first, "back", 2, redis::share_options{3000ms, margin, slower});
+    redis::share_semaphore b(second, "back", 2, redis::share_options{3000ms, margin, refresh});
+    auto taken = a.async_acquire_permit(1, asio::use_future);
+    auto a1 = wait(taken);
+    eventually([&] { return b.valid_for() > clock_type::duration::zero(); });
+    // Just after a refresh of a: the state Redis will go back to, a holding 1.
+    const clock_type::time_point until = clock_type::now() + a.valid_for();
+    eventually([&] { return clock_type::now() + a.valid_for() > until + slower / 2; });
+    const redis_server::reply earlier = server.execute({"DUMP", key});
+    auto more = a.async_acquire_permit(1, asio::use_future);
+    auto a2 = wait(more);
+    BOOST_TEST(a.state().share == 2u);
+    auto lost = a.async_wait_lost(asio::use_future);
+    BOOST_TEST(server.command({"RESTORE", key, "0", earlier.text, "REPLACE"}) == "OK");
+
+    auto given = b.async_acquire_permit(1, asio::use_future);
+    auto b1 = wait(given); // what seemed free: a holds 2 of 2
+    // At a's next call, Redis answers that it holds 1 for a.
+    eventually([&] { return a.state().target == 1u; });
+    eventually([&] { return is_ready(lost); });
+    b1.release();
+    a2.release();
+    a1.release();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -56,10 +56,10 @@ private:
     std::vector<std::thread> threads_; // not std::jthread: the tests also build as C++17
 };
 
-// An io_context kept running on two threads of its own until destroyed.
+// An io_context kept running on threads of its own (two unless told) until destroyed.
 struct running_io
 {
-    running_io() : work(boost::asio::make_work_guard(io)), threads(io, 2) {}
+    explicit running_io(int count = 2) : work(boost::asio::make_work_guard(io)), threads(io, count) {}
     ~running_io() { work.reset(); }
 
     boost::asio::io_context io;

@@ -292,9 +292,10 @@ public:
     }
 
     /// Starts a wait that completes when the share is lost: its lease ended without a refresh
-    /// (Redis unreachable, this process paused past it), or Redis no longer knew it. From then on
-    /// the holders of this process' permits are no longer counted in Redis: they should stop the
-    /// work the limit protects. It completes at once while no share is valid.
+    /// (Redis unreachable, this process paused past it), or Redis no longer knew it, or knew less
+    /// of it than this process used (Redis went back to an earlier state). From then on the
+    /// holders of this process' permits are no longer counted in Redis: they should stop the work
+    /// the limit protects. It completes at once while no share is valid.
     ///
     /// \ecsig
     /// \asyncwait

@@ -150,11 +150,13 @@ public:
         in_flight_ = false;
         const std::size_t old_share = share_, old_target = target_, old_capacity = capacity_;
         const time_point until = sent_at_ + reply.lease - settings_.safety_margin();
-        if (fence_ != 0 && reply.fence != fence_ && valid_until_)
+        if (fence_ != 0 && valid_until_ && (reply.fence != fence_ || reply.held < sent_share_))
         {
-            // Redis made a new entry for this process while this one thought its share valid: its
-            // lease ended there first (state lost, or a clock running fast). What the holders hold
-            // is no longer counted.
+            // Redis made a new entry for this process while this one thought its share valid (its
+            // lease ended there first: state lost, or a clock running fast), or it holds less for
+            // the entry than the share this process had when it called, which it never does but
+            // after going back to an earlier state (a restart that lost its last writes, a
+            // failover to a replica that lacked them). What the holders hold is no longer counted.
             lose(a);
         }
         fence_ = reply.fence;
@@ -289,6 +291,7 @@ private:
         a.bound = bound;
         a.seq = ++seq_;
         reported_want_ = a.want;
+        sent_share_ = share_;
         held_ = std::min(held_, bound);
         peak_ = demand;
         in_flight_ = true;
@@ -305,6 +308,7 @@ private:
     std::size_t demand_ = 0;   // in use plus missing, at the last sample
     std::size_t peak_ = 0;     // the largest demand sampled since the last call
     std::size_t reported_want_ = 0;
+    std::size_t sent_share_ = 0; // the share when the last call was sent: Redis holds at least that
     std::uint64_t fence_ = 0;
     std::uint64_t seq_ = 0;
     std::optional<time_point> valid_until_;
