@@ -44,7 +44,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/system/system_error.hpp>
 
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -72,13 +71,16 @@
 #include <utility>
 #include <vector>
 
-#include "test/support/redis_server.hpp"
+#include "support/redis_bench.hpp"
 
 namespace {
 
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio::awaitable;
+using asio_sync::bench::check;
+using asio_sync::bench::options_for;
+using asio_sync::bench::server;
 using asio_sync::test::redis_server;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
@@ -94,26 +96,6 @@ bool yielding_holds = false;
 std::chrono::nanoseconds scaled(std::chrono::nanoseconds d)
 {
     return std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * duration_scale));
-}
-
-// One server for the whole run, started on the main thread by the first benchmark that needs it.
-redis_server& server()
-{
-    static redis_server instance;
-    return instance;
-}
-
-redis::connection_options options_for(std::uint16_t port)
-{
-    redis::connection_options options;
-    options.port = port;
-    return options;
-}
-
-void check(error_code ec, const char* what)
-{
-    if (ec)
-        throw boost::system::system_error(ec, what);
 }
 
 std::int64_t monotonic_ns(clock_type::time_point t = clock_type::now())
@@ -313,18 +295,28 @@ void BM_coroutine_pair(benchmark::State& state)
         state.SkipWithError("coroutine loop broke off");
 }
 
-// Five repetitions each, the median taken by the report; local and share alternate.
-#define SHARES_LATENCY_ROW(function, fixture) \
-    BENCHMARK_TEMPLATE(function, fixture)->Repetitions(5)->ReportAggregatesOnly(true)
-SHARES_LATENCY_ROW(BM_try_pair, local_fixture);
-SHARES_LATENCY_ROW(BM_try_pair, local_io_fixture);
-SHARES_LATENCY_ROW(BM_try_pair, share_fixture);
-SHARES_LATENCY_ROW(BM_callback_pair, local_fixture);
-SHARES_LATENCY_ROW(BM_callback_pair, local_io_fixture);
-SHARES_LATENCY_ROW(BM_callback_pair, share_fixture);
-SHARES_LATENCY_ROW(BM_coroutine_pair, local_fixture);
-SHARES_LATENCY_ROW(BM_coroutine_pair, local_io_fixture);
-SHARES_LATENCY_ROW(BM_coroutine_pair, share_fixture);
+// Registered by main: five rounds, each over every row, so that the local and the share rows
+// alternate and a burst of other work hits one round rather than one row; the report takes the
+// median round of each row, in CPU time (one thread: a descheduled moment does not count).
+template <class Fixture>
+void register_latency_rows(const std::string& fixture, const std::string& suffix)
+{
+    const std::string name = "<" + fixture + ">" + suffix;
+    benchmark::RegisterBenchmark(("BM_try_pair" + name).c_str(), BM_try_pair<Fixture>);
+    benchmark::RegisterBenchmark(("BM_callback_pair" + name).c_str(), BM_callback_pair<Fixture>);
+    benchmark::RegisterBenchmark(("BM_coroutine_pair" + name).c_str(), BM_coroutine_pair<Fixture>);
+}
+
+void register_latency_rows()
+{
+    for (int round = 0; round < 5; ++round)
+    {
+        const std::string suffix = "/round:" + std::to_string(round);
+        register_latency_rows<local_fixture>("local_fixture", suffix);
+        register_latency_rows<local_io_fixture>("local_io_fixture", suffix);
+        register_latency_rows<share_fixture>("share_fixture", suffix);
+    }
+}
 
 // --- Fleets ----------------------------------------------------------------------------------
 
@@ -409,7 +401,7 @@ struct fleet_config
     std::chrono::nanoseconds duration{1s};
     // Before the start, the coroutines already run and hold: the shares have settled when the
     // measurement starts.
-    std::chrono::nanoseconds warm_up{2s};
+    std::chrono::nanoseconds warm_up = std::max<std::chrono::nanoseconds>(scaled(2s), 1s);
     redis::share_options options;
     std::string name; // the limit's, unique to the fleet
     // How many of its coroutines process `i` runs `elapsed` after the start.
@@ -592,6 +584,8 @@ struct redis_usage
 {
     double calls = 0;
     double usec = 0;
+    double inner_calls = 0; // the commands the functions ran
+    double publishes = 0;   // of which PUBLISH: a new division, heard by every process
     double cpu_seconds = 0;
 };
 
@@ -626,13 +620,18 @@ redis_usage redis_commands(redis_server::client& counter)
         if (line.rfind("cmdstat_", 0) != 0)
             continue;
         const std::string name = line.substr(8, line.find(':') - 8);
-        if (name == "info" || name.rfind("config", 0) == 0 ||
-            std::find(inner_commands.begin(), inner_commands.end(), name) != inner_commands.end())
-            continue;
         const std::size_t calls_at = line.find("calls=") + 6;
-        const std::size_t usec_at = line.find("usec=", calls_at) + 5;
-        total.calls += std::stod(line.substr(calls_at));
-        total.usec += std::stod(line.substr(usec_at));
+        const double calls = std::stod(line.substr(calls_at));
+        if (name == "info" || name.rfind("config", 0) == 0)
+            continue;
+        if (std::find(inner_commands.begin(), inner_commands.end(), name) != inner_commands.end())
+        {
+            total.inner_calls += calls;
+            total.publishes += name == "publish" ? calls : 0;
+            continue;
+        }
+        total.calls += calls;
+        total.usec += std::stod(line.substr(line.find("usec=", calls_at) + 5));
     }
     return total;
 }
@@ -714,6 +713,9 @@ void report_fleet(benchmark::State& state, const fleet_config& config, const fle
     state.counters["redis_commands"] = r.redis.calls;
     state.counters["redis_commands_per_1000"] = r.pairs ? 1000 * r.redis.calls / static_cast<double>(r.pairs) : 0;
     state.counters["redis_usec_per_s"] = r.redis.usec / r.seconds;
+    state.counters["redis_usec_per_command"] = r.redis.calls ? r.redis.usec / r.redis.calls : 0;
+    state.counters["redis_inner_commands"] = r.redis.inner_calls;
+    state.counters["redis_publishes"] = r.redis.publishes;
     state.counters["redis_cpu_ms_per_s"] = 1e3 * r.redis.cpu_seconds / r.seconds;
 }
 
@@ -804,16 +806,22 @@ void BM_scaling(benchmark::State& state)
             config.processes = processes;
             config.coroutines.assign(processes, 64 / processes);
             config.local_capacity.assign(processes, 32 / processes);
-            config.duration = scaled(4s);
+            config.duration = scaled(3s);
             config.name = fresh_name("scaling");
             config.demand = [processes](std::size_t, std::chrono::nanoseconds) { return 64 / processes; };
             report_fleet(state, config, run_fleet(config));
         });
 }
+// Three rounds, each over every process count and every kind in turn, so that a burst of other
+// work on the machine hits one round rather than one kind; the report takes the median round.
 BENCHMARK(BM_scaling)
-    ->ArgNames({"kind", "processes"})
-    ->ArgsProduct({{static_cast<int>(kind::local), static_cast<int>(kind::share), static_cast<int>(kind::fleet)},
-                   {1, 2, 4, 8}})
+    ->ArgNames({"kind", "processes", "round"})
+    ->Apply([](benchmark::internal::Benchmark* b) {
+        for (int round = 0; round < 3; ++round)
+            for (int processes : {1, 2, 4, 8})
+                for (kind what : {kind::local, kind::share, kind::fleet})
+                    b->Args({static_cast<int>(what), processes, round});
+    })
     ->Iterations(1)
     ->Repetitions(1)
     ->UseManualTime()
@@ -942,6 +950,7 @@ int main(int argc, char** argv)
         else
             rest.push_back(argv[i]);
     }
+    register_latency_rows();
     int count = static_cast<int>(rest.size());
     benchmark::Initialize(&count, rest.data());
     if (benchmark::ReportUnrecognizedArguments(count, rest.data()))

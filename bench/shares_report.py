@@ -14,6 +14,7 @@ throughput against the number of processes (drawn by gnuplot).
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -24,6 +25,7 @@ PROCESSES = [1, 2, 4, 8]
 LATENCY = [("try_acquire + release", "BM_try_pair"),
            ("async_acquire + release, callback chain", "BM_callback_pair"),
            ("async_acquire + release, coroutine loop", "BM_coroutine_pair")]
+LATENCY_PREFIXES = tuple(function + "<" for _, function in LATENCY)
 REFRESH_MS = 200
 
 
@@ -31,18 +33,30 @@ def load(path):
     """(medians of the latency rows in ns, counters of the fleet rows by name prefix)."""
     with open(path) as f:
         data = json.load(f)
-    latency, fleets = {}, {}
+    latency, fleets, rounds = {}, {}, {}
     for entry in data["benchmarks"]:
         name = entry["run_name"]
         if entry.get("error_occurred"):
             fleets[name.split("/iterations")[0]] = {"error": entry.get("error_message", "error")}
             continue
-        if entry.get("aggregate_name") == "median":
-            latency[name.split("/repeats")[0]] = entry["real_time"]  # ns: the rows' default unit
+        if name.startswith(LATENCY_PREFIXES):
+            latency.setdefault(name.split("/round:")[0], []).append(entry["cpu_time"])  # ns
+        elif entry.get("run_type") == "iteration" and "/round:" in name:
+            rounds.setdefault(name.split("/round:")[0], []).append(entry)
         elif entry.get("run_type") == "iteration" and "/iterations:1" in name:
             fleets[name.split("/iterations")[0]] = entry
         elif name.startswith("BM_ping"):
             latency["BM_ping"] = entry["real_time"] * 1e3  # us -> ns
+    for name, values in latency.items():
+        if isinstance(values, list):
+            latency[name] = statistics.median(values)
+    # The round with the median throughput stands for its row; the others give its spread.
+    for name, entries in rounds.items():
+        done = sorted((e for e in entries if not e.get("error_occurred")), key=lambda e: e["pairs_per_s"])
+        if not done:
+            fleets[name] = {"error": entries[0].get("error_message", "error")}
+            continue
+        fleets[name] = dict(done[len(done) // 2], spread=f"{done[0]['pairs_per_s']:,.0f} to {done[-1]['pairs_per_s']:,.0f}")
     return latency, fleets
 
 
@@ -105,6 +119,8 @@ FLEET_COLUMNS = [("pairs/s", "pairs_per_s", "{:,.0f}"), ("most holders", "max_ho
                  ("Redis commands", "redis_commands", "{:,.0f}"),
                  ("per 1,000 pairs", "redis_commands_per_1000", "{:.3f}"),
                  ("Redis µs/s (commandstats)", "redis_usec_per_s", "{:,.0f}"),
+                 ("Redis µs per command", "redis_usec_per_command", "{:.1f}"),
+                 ("run inside functions (PUBLISH)", None, None),
                  ("redis-server CPU ms/s", "redis_cpu_ms_per_s", "{:.1f}")]
 
 
@@ -113,7 +129,14 @@ def fleet_row(label, entry):
         return f"| {label} | not run |" + " |" * (len(FLEET_COLUMNS) - 1)
     if "error" in entry:
         return f"| {label} | failed: {entry['error']} |" + " |" * (len(FLEET_COLUMNS) - 1)
-    return f"| {label} | " + " | ".join(number(entry.get(key), form) for _, key, form in FLEET_COLUMNS) + " |"
+    return f"| {label} | " + " | ".join(cell(entry, key, form) for _, key, form in FLEET_COLUMNS) + " |"
+
+
+def cell(entry, key, form):
+    if key is None:
+        inner, publishes = entry.get("redis_inner_commands"), entry.get("redis_publishes")
+        return "" if inner is None else f"{inner:,.0f} ({publishes:,.0f})"
+    return number(entry.get(key), form)
 
 
 def fleet_header(first):
@@ -136,11 +159,15 @@ def scaling_name(kind, processes):
 
 
 def scaling_table(fleets):
-    lines = fleet_header("capacity 32, 64 coroutines in all, holds of 20 µs")
+    lines = fleet_header("capacity 32, 64 coroutines in all, holds of 20 µs (the median round)")
+    lines[0] += " pairs/s, all rounds |"
+    lines[1] += "---:|"
     for kind, label in KINDS.items():
         for processes in PROCESSES:
-            lines.append(fleet_row(f"{label}, {processes} process{'es' if processes > 1 else ''}",
-                                   fleets.get(scaling_name(kind, processes))))
+            entry = fleets.get(scaling_name(kind, processes))
+            spread = entry.get("spread", "") if entry else ""
+            lines.append(fleet_row(f"{label}, {processes} process{'es' if processes > 1 else ''}", entry) +
+                         f" {spread} |")
     return lines
 
 
@@ -195,6 +222,8 @@ set xlabel "processes (forked, one thread each, on this machine's cores)"
 set ylabel "acquire + release pairs / s, fleet-wide (log scale)"
 set grid
 set key outside bottom center vertical
+set bmargin 9
+set format y "%.0f"
 plot for [column=2:{len(KINDS) + 1}] "{data_path}" using 1:column with linespoints linewidth 2 pointsize 1.5 \\
     title columnheader(column)
 """
@@ -216,7 +245,7 @@ def main():
         "",
         "## Goals",
         "",
-        "Every verdict compares figures of this run. Latency: medians of 5 repetitions; the share "
+        "Every verdict compares figures of this run. Latency: medians of 5 rounds; the share "
         "against the local semaphore on an io_context that also carries a connection, as the "
         "share's does (the bare context's figures are in the latency table).",
         "",
@@ -239,8 +268,8 @@ def main():
         "",
         "## Latency of an acquire that fits the share",
         "",
-        "ns per acquire + release pair, one thread, a limit of 4 nobody else uses; medians of 5 "
-        "repetitions.",
+        "CPU ns per acquire + release pair, one thread, a limit of 4 nobody else uses; the median "
+        "of 5 rounds, each round over every row in turn.",
         "",
         *latency_table(latency),
         "",
@@ -254,6 +283,9 @@ def main():
         *fairness_table(latency, fleets),
         "",
         "## Throughput against the number of processes",
+        "",
+        "Three rounds, each over every process count and every kind in turn; each point is the "
+        "round with the median throughput.",
         "",
         f"![fleet throughput against the number of processes]({os.path.basename(args.chart)})",
         "",
