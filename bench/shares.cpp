@@ -760,38 +760,33 @@ fleet_config contended_fleet(kind what, std::chrono::nanoseconds hold_mean, std:
     return config;
 }
 
+void BM_contended(benchmark::State& state, kind what, std::chrono::nanoseconds hold_mean,
+                  std::chrono::nanoseconds duration)
+{
+    for (auto _ : state)
+        guarded(state, [&] {
+            const fleet_config config = contended_fleet(what, hold_mean, duration);
+            report_fleet(state, config, run_fleet(config));
+        });
+}
 // The goal's run: the share, 20 s, holds of 20 us on average.
-void BM_contended_share(benchmark::State& state)
-{
-    for (auto _ : state)
-        guarded(state, [&] {
-            const fleet_config config = contended_fleet(kind::share, 20us, 20s);
-            report_fleet(state, config, run_fleet(config));
-        });
-}
-BENCHMARK(BM_contended_share)->Iterations(1)->Repetitions(1)->UseManualTime()->Unit(benchmark::kSecond);
-
+BENCHMARK_CAPTURE(BM_contended, share, kind::share, 20us, 20s)
+    ->Iterations(1)
+    ->Repetitions(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond);
 // The same fleet at about 10,000 pairs/s (32 holders of 3.2 ms on average), for Redis' load.
-void BM_contended_share_slow(benchmark::State& state)
-{
-    for (auto _ : state)
-        guarded(state, [&] {
-            const fleet_config config = contended_fleet(kind::share, 3200us, 10s);
-            report_fleet(state, config, run_fleet(config));
-        });
-}
-BENCHMARK(BM_contended_share_slow)->Iterations(1)->Repetitions(1)->UseManualTime()->Unit(benchmark::kSecond);
-
+BENCHMARK_CAPTURE(BM_contended, share_slow, kind::share, 3200us, 10s)
+    ->Iterations(1)
+    ->Repetitions(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond);
 // The same fleet on a static division: each process its own local semaphore of 4.
-void BM_contended_static(benchmark::State& state)
-{
-    for (auto _ : state)
-        guarded(state, [&] {
-            const fleet_config config = contended_fleet(kind::local, 20us, 5s);
-            report_fleet(state, config, run_fleet(config));
-        });
-}
-BENCHMARK(BM_contended_static)->Iterations(1)->Repetitions(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_contended, static, kind::local, 20us, 5s)
+    ->Iterations(1)
+    ->Repetitions(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond);
 
 // The chart: a fleet of capacity 32 and 64 coroutines in all, split evenly over 1, 2, 4 or 8
 // processes; the local rows give each process its own semaphore of 32 / processes.

@@ -74,12 +74,12 @@ def counter(fleets, name, key):
 
 
 def goals(latency, fleets):
-    fast = counter(fleets, "BM_contended_share", "pairs_per_s")
-    holders = counter(fleets, "BM_contended_share", "max_holders")
-    per_1000 = counter(fleets, "BM_contended_share", "redis_commands_per_1000")
-    usec_fast = counter(fleets, "BM_contended_share", "redis_usec_per_s")
-    usec_slow = counter(fleets, "BM_contended_share_slow", "redis_usec_per_s")
-    slow_rate = counter(fleets, "BM_contended_share_slow", "pairs_per_s")
+    fast = counter(fleets, "BM_contended/share", "pairs_per_s")
+    holders = counter(fleets, "BM_contended/share", "max_holders")
+    per_1000 = counter(fleets, "BM_contended/share", "redis_commands_per_1000")
+    usec_fast = counter(fleets, "BM_contended/share", "redis_usec_per_s")
+    usec_slow = counter(fleets, "BM_contended/share_slow", "redis_usec_per_s")
+    slow_rate = counter(fleets, "BM_contended/share_slow", "pairs_per_s")
     load_ratio = usec_fast / usec_slow if usec_fast is not None and usec_slow else None
     ping_ms = latency.get("BM_ping", 0) / 1e6
     rows = [
@@ -146,11 +146,11 @@ def fleet_header(first):
 
 def contended_table(fleets):
     lines = fleet_header("fleet of 8 processes, demands 16 16 8 8 4 4 4 4, capacity 32")
-    lines.append(fleet_row("share, holds of 20 µs on average", fleets.get("BM_contended_share")))
+    lines.append(fleet_row("share, holds of 20 µs on average", fleets.get("BM_contended/share")))
     lines.append(fleet_row("share, holds of 3.2 ms on average (about 10,000 pairs/s)",
-                           fleets.get("BM_contended_share_slow")))
+                           fleets.get("BM_contended/share_slow")))
     lines.append(fleet_row("local semaphores, static division of 4 each, holds of 20 µs",
-                           fleets.get("BM_contended_static")))
+                           fleets.get("BM_contended/static")))
     return lines
 
 
