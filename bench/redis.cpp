@@ -37,7 +37,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
-#include <boost/system/system_error.hpp>
 
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -61,13 +60,16 @@
 #include <vector>
 
 #include "support/harness.hpp"
-#include "test/support/redis_server.hpp"
+#include "support/redis_bench.hpp"
 
 namespace {
 
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio::awaitable;
+using asio_sync::bench::check;
+using asio_sync::bench::options_for;
+using asio_sync::bench::server;
 using asio_sync::test::redis_server;
 using boost::system::error_code;
 using namespace std::chrono_literals;
@@ -78,27 +80,6 @@ constexpr std::chrono::milliseconds lease = 60s;
 constexpr std::size_t chain_length = 200;
 // Operations of the untimed pass that counts commands.
 constexpr std::size_t counted_operations = 200;
-
-// One server for the whole run, started by the first benchmark on the main thread (the fixture
-// ties the server's life to the thread that started it) and stopped at exit.
-redis_server& server()
-{
-    static redis_server instance;
-    return instance;
-}
-
-redis::connection_options options_for(std::uint16_t port)
-{
-    redis::connection_options options;
-    options.port = port;
-    return options;
-}
-
-void check(error_code ec, const char* what)
-{
-    if (ec)
-        throw boost::system::system_error(ec, what);
-}
 
 awaitable<void> acquire_release_chain(redis::semaphore& sem, std::size_t length)
 {
