@@ -44,7 +44,9 @@ enum class window_aggregate
 ///
 /// A window opens with its first sample and closes with the first sample that arrives at least
 /// `clamp(2 * smallest latency of the previous window, min_window, max_window)` after it opened,
-/// once it holds `window_size` samples.
+/// once it holds `window_size` samples. The limit moves only then, so the reason a limit
+/// listener receives is the outcome of the permit that closed the window, even when an earlier
+/// drop in the window moved it.
 ///
 /// Defaults: `window_size` 10 and `min_latency` 100 µs are `WindowedLimit`'s (0.5 series);
 /// `min_window` is 50 ms instead of its 1 s, so that Vegas, which moves the limit by 1 per
