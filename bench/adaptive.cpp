@@ -10,21 +10,23 @@
 // uncontended and on two threads at once.
 //
 // With --simulate: a simulated backend with a knee, run on asio timers. It serves at most C
-// requests at once with exponential service times (mean 5 ms); beyond C they queue inside it.
-// Three phases: C = 32, then 8, then 32. A Poisson load offers 1.5 times the most the backend can
-// serve at C = 32. In front of it: no limit, a fixed K (a sweep, from which the report takes the
-// best K of each phase), or an adaptive limiter with each algorithm, each refusing at once what
-// its limit does not admit. Every configuration runs on its own io_context and thread, all at
-// once (--alone NAME runs one configuration by itself, to measure how much they disturb each
-// other). Writes summary.csv (per configuration and phase: goodput within 4x the mean service
-// time, p99 latency of the admitted requests, refusals) and trace.csv (the limit every 100 ms)
-// to --out; bench/adaptive_report.py turns runs into bench/results/adaptive.md and its chart.
+// requests at once with exponential service times (mean 5 ms); beyond C they queue inside it. Three
+// phases: C = 32, then 8, then 32. A Poisson load offers 1.5 times the most the backend can serve
+// at C = 32. In front of it: no limit, a fixed K (a sweep, from which the report takes the best K
+// of each phase), or an adaptive limiter with each algorithm (fed every request, or one sample per
+// window through windowed_limit), each refusing at once what its limit does not admit. Every
+// configuration runs on its own io_context and thread, all at once (--alone NAME runs one
+// configuration by itself, to measure how much they disturb each other). Writes summary.csv (per
+// configuration and phase: goodput within 4x the mean service time, p99 latency of the admitted
+// requests, refusals) and trace.csv (the limit every 100 ms) to --out; bench/adaptive_report.py
+// turns runs into bench/results/adaptive.md and its chart.
 
 #include <asio_sync/adaptive_limiter.hpp>
 #include <asio_sync/aimd_limit.hpp>
 #include <asio_sync/gradient2_limit.hpp>
 #include <asio_sync/semaphore.hpp>
 #include <asio_sync/vegas_limit.hpp>
+#include <asio_sync/windowed_limit.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -164,6 +166,25 @@ void BM_limiter_async_permit_ignored(benchmark::State& state)
 BENCHMARK(BM_limiter_async_permit_ignored);
 
 // ---- The simulation ---------------------------------------------------------------------------
+
+// The virtual time of the simulation that runs on this thread, as a clock for windowed_limit:
+// its windows then close in virtual time, as its samples' latencies are measured.
+struct virtual_clock
+{
+    using duration = std::chrono::nanoseconds;
+    using rep = duration::rep;
+    using period = duration::period;
+    using time_point = std::chrono::time_point<virtual_clock>;
+
+    static time_point now() noexcept { return current; }
+
+    static thread_local time_point current;
+};
+
+thread_local virtual_clock::time_point virtual_clock::current;
+
+template <class Algorithm>
+using windowed = asio_sync::windowed_limit<Algorithm, virtual_clock>;
 
 constexpr double mean_service_ms = 5;
 constexpr double budget_ms = 4 * mean_service_ms;
@@ -312,6 +333,8 @@ private:
         f.latencies_ms.push_back(latency_ms);
         if (latency_ms <= budget_ms)
             ++f.good;
+        virtual_clock::current = virtual_clock::time_point(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(t)));
         if (r.limited)
             r.limited->success(std::chrono::duration_cast<std::chrono::nanoseconds>(
                 std::chrono::duration<double>(t - r.arrived)));
@@ -359,35 +382,63 @@ std::vector<std::unique_ptr<simulation>> configurations(double phase_seconds, st
             phase_seconds, seed));
         all.back()->fixed_k_ = k;
     }
-    all.push_back(std::make_unique<simulation>(
-        "vegas",
-        [](asio::io_context& io) {
-            asio_sync::vegas_limit::options o;
-            o.min_limit = 1;
-            o.max_limit = 200;
-            o.probe_seed = 1;
-            return admission(std::make_unique<io_limiter>(io.get_executor(), asio_sync::vegas_limit(o)));
-        },
-        phase_seconds, seed));
-    all.push_back(std::make_unique<simulation>(
-        "gradient2",
-        [](asio::io_context& io) {
-            asio_sync::gradient2_limit::options o;
-            o.min_limit = 1;
-            o.max_limit = 200;
-            return admission(std::make_unique<io_limiter>(io.get_executor(), asio_sync::gradient2_limit(o)));
-        },
-        phase_seconds, seed));
-    all.push_back(std::make_unique<simulation>(
-        "aimd",
-        [](asio::io_context& io) {
-            asio_sync::aimd_limit::options o;
-            o.min_limit = 1;
-            o.max_limit = 200;
-            o.timeout = std::chrono::milliseconds(static_cast<int>(budget_ms));
-            return admission(std::make_unique<io_limiter>(io.get_executor(), asio_sync::aimd_limit(o)));
-        },
-        phase_seconds, seed));
+    const auto add = [&](std::string name, auto make_algorithm) {
+        all.push_back(std::make_unique<simulation>(
+            std::move(name),
+            [make_algorithm](asio::io_context& io) {
+                return admission(std::make_unique<io_limiter>(io.get_executor(), make_algorithm()));
+            },
+            phase_seconds, seed));
+    };
+    const auto vegas = [] {
+        asio_sync::vegas_limit::options o;
+        o.min_limit = 1;
+        o.max_limit = 200;
+        o.probe_seed = 1;
+        return asio_sync::vegas_limit(o);
+    };
+    const auto gradient2 = [] {
+        asio_sync::gradient2_limit::options o;
+        o.min_limit = 1;
+        o.max_limit = 200;
+        return asio_sync::gradient2_limit(o);
+    };
+    const auto aimd = [] {
+        asio_sync::aimd_limit::options o;
+        o.min_limit = 1;
+        o.max_limit = 200;
+        o.timeout = std::chrono::milliseconds(static_cast<int>(budget_ms));
+        return asio_sync::aimd_limit(o);
+    };
+    add("vegas", vegas);
+    add("gradient2", gradient2);
+    add("aimd", aimd);
+    // The same algorithms fed one sample per window (windowed_limit's defaults: the mean of at
+    // least 50 ms), and Vegas on the window's median.
+    add("vegas_windowed", [vegas] { return windowed<asio_sync::vegas_limit>(vegas()); });
+    add("gradient2_windowed", [gradient2] { return windowed<asio_sync::gradient2_limit>(gradient2()); });
+    add("aimd_windowed", [aimd] { return windowed<asio_sync::aimd_limit>(aimd()); });
+    add("vegas_windowed_p50", [vegas] {
+        windowed<asio_sync::vegas_limit>::options o;
+        o.aggregate = asio_sync::window_aggregate::percentile;
+        return windowed<asio_sync::vegas_limit>(vegas(), o);
+    });
+    // Gradient2 windowed and tuned for a latency that is the signal: no tolerance above the
+    // long-term average (the window's mean is steady enough), which spans 6000 windows (5 min,
+    // so that it does not follow a queue within a phase); growth by a fraction of the limit
+    // (queue_fraction 0.05) plus 0.5, so that the limit settles about 5% above the knee whatever
+    // C; smoothing 0.5, so that it follows C within a second or two.
+    add("gradient2_windowed_tuned", [] {
+        asio_sync::gradient2_limit::options o;
+        o.min_limit = 1;
+        o.max_limit = 200;
+        o.rtt_tolerance = 1.0;
+        o.long_window = 6000;
+        o.queue_size = 0.5;
+        o.queue_fraction = 0.05;
+        o.smoothing = 0.5;
+        return windowed<asio_sync::gradient2_limit>(asio_sync::gradient2_limit(o));
+    });
     return all;
 }
 

@@ -18,7 +18,8 @@ import statistics
 import sys
 from collections import defaultdict
 
-ALGORITHMS = ["vegas", "gradient2", "aimd"]
+ALGORITHMS = ["vegas", "gradient2", "aimd", "vegas_windowed", "vegas_windowed_p50", "gradient2_windowed",
+              "aimd_windowed", "gradient2_windowed_tuned"]
 
 
 def read(path):
@@ -56,9 +57,11 @@ def band_figures(trace, config, phase_seconds):
 
 
 def svg(trace, med, oracle, phase_seconds, path):
-    width, height, left, top = 900, 560, 60, 20
+    width, height, left, top = 900, 640, 60, 20
     plot_h = 300
-    colours = {"vegas": "#1f77b4", "gradient2": "#2ca02c", "aimd": "#d62728", "C": "#000000"}
+    colours = {"vegas": "#aec7e8", "gradient2": "#98df8a", "aimd": "#ff9896", "vegas_windowed": "#1f77b4",
+               "vegas_windowed_p50": "#17becf", "gradient2_windowed": "#bcbd22", "aimd_windowed": "#d62728",
+               "gradient2_windowed_tuned": "#2ca02c", "C": "#000000"}
     total = 3 * phase_seconds
     ymax = 64
     x = lambda t: left + (width - left - 20) * t / total
@@ -77,12 +80,14 @@ def svg(trace, med, oracle, phase_seconds, path):
             series[row["config"]].append((float(row["t"]), int(row["limit"])))
         if row["run"] == "0" and row["config"] == "none":
             series["C"].append((float(row["t"]), int(row["capacity"])))
-    for name, points in series.items():
+    for name, points in sorted(series.items(), key=lambda item: item[0] not in ("vegas", "gradient2", "aimd")):
         d = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in points)
         dash = ' stroke-dasharray="6,4"' if name == "C" else ""
-        parts.append(f'<polyline fill="none" stroke="{colours[name]}" stroke-width="1.5"{dash} points="{d}"/>')
+        # The algorithms fed every request swing widely: drawn faint, under the windowed ones.
+        faint = ' stroke-opacity="0.5"' if name in ("vegas", "gradient2", "aimd") else ""
+        parts.append(f'<polyline fill="none" stroke="{colours[name]}" stroke-width="1.5"{dash}{faint} points="{d}"/>')
     for i, name in enumerate(["C"] + ALGORITHMS):
-        parts.append(f'<text x="{left + 10 + 110 * i}" y="{top + plot_h + 35}" fill="{colours[name]}">{name}</text>')
+        parts.append(f'<text x="{left + 10 + 170 * (i % 5)}" y="{top + plot_h + 35 + 15 * (i // 5)}" fill="{colours[name]}">{name}</text>')
     # Goodput bars per phase: oracle, each algorithm, no limit.
     bars = ["oracle"] + ALGORITHMS + ["none"]
     bar_colours = {"oracle": "#777777", "none": "#bbbbbb", **colours}
@@ -92,11 +97,10 @@ def svg(trace, med, oracle, phase_seconds, path):
         for i, name in enumerate(bars):
             g = med[(oracle[phase], phase)][0] if name == "oracle" else med[(name, phase)][0]
             h = 140 * g / gmax
-            bx = left + phase * 270 + i * 45
-            parts.append(f'<rect x="{bx}" y="{base - h:.1f}" width="38" height="{h:.1f}" fill="{bar_colours[name]}"/>')
-            parts.append(f'<text x="{bx}" y="{base + 12}" font-size="9">{name[:9]}</text>')
-            parts.append(f'<text x="{bx}" y="{base - h - 3:.1f}" font-size="9">{g:.0f}</text>')
-        parts.append(f'<text x="{left + phase * 270}" y="{base - 160}">phase {phase + 1}: goodput/s</text>')
+            bx = left + phase * 280 + i * 23
+            parts.append(f'<rect x="{bx}" y="{base - h:.1f}" width="20" height="{h:.1f}" fill="{bar_colours[name]}"/>')
+            parts.append(f'<text x="{bx}" y="{base - h - 3:.1f}" font-size="7">{g:.0f}</text>')
+        parts.append(f'<text x="{left + phase * 280}" y="{base - 160}">phase {phase + 1}: goodput/s (oracle first, none last)</text>')
     parts.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(parts) + "\n")
@@ -130,7 +134,7 @@ def main():
         lines.append(f"| {name} | {g} | {l} | {b[1][0]:.1f}, {b[1][1]:.0%} | {b[2][0]:.1f}, {b[2][1]:.0%} |")
     if len(sys.argv) > 4:
         pack0 = medians([r for r in summary if r["run"] == "0"])
-        lines += ["", f"Interference: each configuration alone (run 0's seed) against run 0 in the pack of {len(fixed) + 4} configurations:", "",
+        lines += ["", f"Interference: each configuration alone (run 0's seed) against run 0 in the pack of {len(fixed) + len(ALGORITHMS) + 1} configurations:", "",
                   "| configuration | phase | goodput alone | goodput in pack | p99 alone | p99 in pack |", "|---|---|---|---|---|---|"]
         for alone_dir in sys.argv[4:]:
             alone_summary = read(f"{alone_dir}/summary.csv")

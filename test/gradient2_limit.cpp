@@ -69,6 +69,27 @@ BOOST_AUTO_TEST_CASE(the_gradient_moves_the_limit)
     BOOST_TEST(limit.long_latency() == milliseconds(20));
 }
 
+// queue_fraction 0.1 adds a tenth of the limit to queue_size: the limit settles that fraction
+// above the knee. Smoothing 1, so that each step is the new estimate.
+BOOST_AUTO_TEST_CASE(the_growth_can_be_a_fraction_of_the_limit)
+{
+    gradient2_limit::options o = script(20, 1, 200);
+    o.smoothing = 1;
+    o.rtt_tolerance = 1;
+    o.queue_size = 0.5;
+    o.queue_fraction = 0.1;
+    gradient2_limit limit(o);
+    limit.on_sample(success(milliseconds(10), 20)); // 20 * 1 + 0.5 + 2 = 22.5
+    BOOST_TEST(limit.limit() == 22u);
+    limit.on_sample(success(milliseconds(10), 22)); // 22.5 + 0.5 + 2.25 = 25.25
+    BOOST_TEST(limit.limit() == 25u);
+
+    // The average of 10, 10 and 20 ms is 13.33 ms; gradient 2 / 3:
+    // 25.25 * 2 / 3 + 0.5 + 2.525 = 19.86.
+    limit.on_sample(success(milliseconds(20), 25));
+    BOOST_TEST(limit.limit() == 19u);
+}
+
 BOOST_AUTO_TEST_CASE(a_dropped_sample_counts_by_its_latency)
 {
     gradient2_limit limit(script(20, 1, 200));
@@ -117,6 +138,9 @@ BOOST_AUTO_TEST_CASE(invalid_options_throw)
     BOOST_CHECK_THROW(gradient2_limit{o}, std::invalid_argument);
     o.smoothing = 0.2;
     o.long_window = 0;
+    BOOST_CHECK_THROW(gradient2_limit{o}, std::invalid_argument);
+    o.long_window = 600;
+    o.queue_fraction = -0.1;
     BOOST_CHECK_THROW(gradient2_limit{o}, std::invalid_argument);
 }
 

@@ -39,16 +39,16 @@ namespace asio_sync {
 /// A concurrency limit that finds itself: a semaphore whose permits are the current limit, moved
 /// by a limit algorithm from the outcomes of the work it admits.
 ///
-/// Work enters with a `permit` (`async_acquire`, `try_acquire`) and, when done, reports through
-/// it how it went: `success()` (its latency, from the grant, is a sample), `dropped()` (an
-/// overload signal: a timeout, a refused request) or `ignore()` (no signal). A permit destroyed
-/// without an outcome counts as ignored. A timed-out or cancelled acquire held nothing and is not
-/// a sample. The algorithm (asio_sync::vegas_limit, asio_sync::gradient2_limit,
-/// asio_sync::aimd_limit, or a type with the members asio_sync::limit_sample lists) runs on that
-/// return path, one return at a time under a small internal lock, and the limit follows it
-/// through the semaphore's `add_permits` and `reduce_permits`: a lower limit is a debt that
-/// returning permits pay, so holders are never disturbed. Acquires never run the algorithm; they
-/// cost a plain semaphore acquire and one `steady_clock::now()`.
+/// Work enters with a `permit` (`async_acquire`, `try_acquire`) and, when done, reports through it
+/// how it went: `success()` (its latency, from the grant, is a sample), `dropped()` (an overload
+/// signal: a timeout, a refused request) or `ignore()` (no signal). A permit destroyed without an
+/// outcome counts as ignored. A timed-out or cancelled acquire held nothing and is not a sample.
+/// The algorithm (asio_sync::vegas_limit, asio_sync::gradient2_limit, asio_sync::aimd_limit, any of
+/// them behind an asio_sync::windowed_limit, or a type with the members asio_sync::limit_sample
+/// lists) runs on that return path, one return at a time under a small internal lock, and the limit
+/// follows it through the semaphore's `add_permits` and `reduce_permits`: a lower limit is a debt
+/// that returning permits pay, so holders are never disturbed. Acquires never run the algorithm;
+/// they cost a plain semaphore acquire and one `steady_clock::now()`.
 ///
 /// An acquire of `n` permits: more than `max_limit()` fails at once with
 /// `asio_sync::error::too_many_permits`; more than the current limit but within `max_limit()`

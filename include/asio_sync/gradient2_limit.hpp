@@ -30,8 +30,8 @@ namespace asio_sync {
 /// 1)`); if the average is more than twice the latency it is scaled by 0.95 (latency came back
 /// after a long overload, and the average must follow faster). Unless fewer than half the limit
 /// were in flight (the limit is then left alone): `gradient = clamp(rtt_tolerance * average /
-/// latency, 0.5, 1)`, `new = limit * gradient + queue_size`, `limit = (1 - smoothing) * limit +
-/// smoothing * new`, clamped to `[min_limit, max_limit]`.
+/// latency, 0.5, 1)`, `new = limit * gradient + queue_size + queue_fraction * limit`, `limit =
+/// (1 - smoothing) * limit + smoothing * new`, clamped to `[min_limit, max_limit]`.
 ///
 /// A dropped sample counts by its latency alone, as in Netflix concurrency-limits'
 /// `Gradient2Limit`, whose parameters and defaults (0.5 series) these are.
@@ -54,6 +54,10 @@ public:
         double smoothing = 0.2;
         /// How much the limit may grow per sample while latency stays low.
         double queue_size = 4;
+        /// The part of the limit added to `queue_size` (Netflix's `queueSize` as a function of
+        /// the limit): the limit then settles that fraction above the knee, whatever the knee;
+        /// 0 (the default) keeps the growth `queue_size`. At least 0.
+        double queue_fraction = 0;
         /// The number of samples the long-term average spans.
         std::size_t long_window = 600;
         /// How much above the long-term average a latency may be before the limit shrinks: 1.5
@@ -68,7 +72,8 @@ public:
     ///
     /// @param o The parameters.
     /// @throws std::invalid_argument if `o.min_limit == 0`, `o.min_limit > o.max_limit`,
-    /// `o.smoothing` is not in (0, 1], `o.rtt_tolerance < 1` or `o.long_window == 0`.
+    /// `o.smoothing` is not in (0, 1], `o.rtt_tolerance < 1`, `o.queue_fraction < 0` or
+    /// `o.long_window == 0`.
     explicit gradient2_limit(const options& o)
         : options_(o), limit_(detail::initial_limit(o.initial_limit, o.min_limit, o.max_limit))
     {
@@ -76,6 +81,9 @@ public:
         if (!(o.rtt_tolerance >= 1))
             boost::throw_exception(
                 std::invalid_argument("asio_sync: Gradient2 rtt_tolerance must be at least 1"));
+        if (!(o.queue_fraction >= 0))
+            boost::throw_exception(
+                std::invalid_argument("asio_sync: Gradient2 queue_fraction must be at least 0"));
         if (o.long_window == 0)
             boost::throw_exception(
                 std::invalid_argument("asio_sync: Gradient2 long_window must be at least 1"));
@@ -119,7 +127,7 @@ public:
         if (static_cast<double>(s.in_flight) < limit_ / 2)
             return;
         const double gradient = std::clamp(options_.rtt_tolerance * long_ / latency, 0.5, 1.0);
-        const double next = limit_ * gradient + options_.queue_size;
+        const double next = limit_ * gradient + options_.queue_size + options_.queue_fraction * limit_;
         limit_ = detail::clamp_limit(limit_ * (1 - options_.smoothing) + next * options_.smoothing,
                                      options_.min_limit, options_.max_limit);
     }
