@@ -144,20 +144,36 @@ BOOST_AUTO_TEST_CASE(waiters_short_of_share_call_at_most_once_a_quarter_and_repo
     share_client c = granted_client(4);
     // Nothing missing: no call before the refresh is due.
     BOOST_TEST(!c.tick(t0 + 200ms, local(4, 4)).refresh);
-    // Two acquires miss permits: a call, but only once a quarter has passed since the last one.
+    // The first demand after none was reported (the constructor's call) goes at once.
     share_client d = granted_client(4);
-    BOOST_TEST(!d.tick(t0 + 50ms, local(4, 4, 2)).refresh);
-    const share_actions a = d.tick(t0 + 100ms, local(4, 4, 2));
+    const share_actions a = d.tick(t0 + 50ms, local(4, 4, 2));
     BOOST_TEST(a.refresh);
     BOOST_TEST(a.want == 6u);
     BOOST_TEST(a.bound == 4u);
-    // One in flight at a time.
-    BOOST_TEST(!d.tick(t0 + 300ms, local(4, 4, 5)).refresh);
-    const share_actions b = answer(d, t0 + 310ms, a.seq, granted(4, 4), local(4, 4, 5));
-    // The demand grew past what was asked: asked again with the answer, with the largest demand
-    // sampled.
+    // One in flight at a time, and then none within a quarter of the last.
+    BOOST_TEST(!d.tick(t0 + 100ms, local(4, 4, 5)).refresh);
+    BOOST_TEST(!answer(d, t0 + 110ms, a.seq, granted(4, 4), local(4, 4, 5)).refresh);
+    // A quarter after the last call, the demand grown past what was asked is asked for: the
+    // largest sampled over the last two quarters, though it has fallen since.
+    const share_actions b = d.tick(t0 + 150ms, local(4, 3, 1));
     BOOST_TEST(b.refresh);
     BOOST_TEST(b.want == 9u);
+}
+
+BOOST_AUTO_TEST_CASE(a_demand_that_falls_is_reported_by_the_next_refresh)
+{
+    share_client c = granted_client(8);
+    const share_actions a = notice(c, t0 + 100ms, local(8, 8));
+    BOOST_REQUIRE(a.refresh);
+    BOOST_TEST(a.want == 8u);
+    answer(c, t0 + 105ms, a.seq, granted(8, 8), local(8, 8));
+    // The demand falls to 1 at once after; samples every quarter.
+    for (int q = 2; q < 5; ++q)
+        BOOST_TEST(!c.tick(t0 + q * 100ms, local(8, 1)).refresh);
+    // The refresh an interval after the last call reports the fallen demand.
+    const share_actions b = c.tick(t0 + 500ms, local(8, 1));
+    BOOST_TEST(b.refresh);
+    BOOST_TEST(b.want == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(the_refresh_comes_every_interval_and_reports_a_falling_demand)

@@ -255,7 +255,16 @@ private:
         if (demand != demand_)
             a.changed = true;
         demand_ = demand;
+        // The demand reported is the largest sampled over the last two quarters: a burst between
+        // samples is not lost, and a demand that fell is reported within half an interval.
+        if (now - quarter_start_ >= settings_.quarter())
+        {
+            previous_peak_ = peak_;
+            peak_ = 0;
+            quarter_start_ = now;
+        }
         peak_ = std::max(peak_, demand);
+        const std::size_t want = std::max(peak_, previous_peak_);
         const std::size_t bound = share_ + view.debt;
         if (in_flight_)
         {
@@ -275,25 +284,27 @@ private:
             a.changed = true;
             return a;
         }
-        const bool quiet = sent_ && now - sent_at_ < settings_.quarter();
+        // A process that reported no demand and now has acquires waiting calls at once: its first
+        // acquires do not wait for a quarter interval after the constructor's call.
+        const bool quiet =
+            sent_ && now - sent_at_ < settings_.quarter() && !(reported_want_ == 0 && view.missing != 0);
         const bool due = !sent_ || now - sent_at_ >= settings_.refresh_interval();
         // Reasons to call before the refresh is due: a published division or a new link, a failed
         // call, waiters that need more than the share (and more than last asked for), a bound below
         // what Redis counts (permits given back), no share at all.
-        const bool early = heard_ || retry_ || (view.missing != 0 && peak_ > reported_want_) ||
+        const bool early = heard_ || retry_ || (view.missing != 0 && want > reported_want_) ||
                            bound < held_ || (!valid_until_ && demand != 0);
         if (!due && (quiet || !early))
             return a;
         heard_ = false;
         retry_ = false;
         a.refresh = true;
-        a.want = closing_ ? 0 : peak_;
+        a.want = closing_ ? 0 : want;
         a.bound = bound;
         a.seq = ++seq_;
         reported_want_ = a.want;
         sent_share_ = share_;
         held_ = std::min(held_, bound);
-        peak_ = demand;
         in_flight_ = true;
         sent_ = true;
         sent_at_ = now;
@@ -301,12 +312,14 @@ private:
     }
 
     share_settings settings_;
-    std::size_t share_ = 0;    // the local semaphore's capacity
-    std::size_t held_ = 0;     // what Redis counts for this process, as last known
-    std::size_t target_ = 0;   // this process' part of the division
-    std::size_t capacity_ = 0; // the fleet's capacity, as last answered
-    std::size_t demand_ = 0;   // in use plus missing, at the last sample
-    std::size_t peak_ = 0;     // the largest demand sampled since the last call
+    std::size_t share_ = 0;         // the local semaphore's capacity
+    std::size_t held_ = 0;          // what Redis counts for this process, as last known
+    std::size_t target_ = 0;        // this process' part of the division
+    std::size_t capacity_ = 0;      // the fleet's capacity, as last answered
+    std::size_t demand_ = 0;        // in use plus missing, at the last sample
+    std::size_t peak_ = 0;          // the largest demand sampled in this quarter
+    std::size_t previous_peak_ = 0; // and in the previous one
+    time_point quarter_start_{};
     std::size_t reported_want_ = 0;
     std::size_t sent_share_ = 0; // the share when the last call was sent: Redis holds at least that
     std::uint64_t fence_ = 0;
