@@ -260,7 +260,7 @@ def main():
         "processes within the window (CLOCK_PROCESS_CPUTIME_ID), per second and per pair; 2.00 s/s "
         "is both cores. Redis: every command the fleet sent during the window (INFO commandstats "
         "after CONFIG RESETSTAT; the commands run inside functions are not counted apart) and the "
-        "µs Redis spent executing them, and the CPU time of the redis-server process (/proc). Mean "
+        "µs Redis spent executing them, and the CPU time of the redis-server process (from procfs). Mean "
         "hold: from the grant to the release as measured (the timer's wake-up included); mean "
         "holders: the holds' total over the window's length (Little's law), at most the capacity.",
         "",
