@@ -89,6 +89,16 @@ std::future<void> acquire(redis::share_semaphore& s, std::size_t n)
     return s.async_acquire(n, asio::use_future);
 }
 
+// The error of an acquire, as a value: an exception handed across threads by a future is a false
+// race to ThreadSanitizer (libstdc++'s exception_ptr is not instrumented).
+std::future<boost::system::error_code> outcome_of(redis::share_semaphore& s, std::size_t n)
+{
+    auto promise = std::make_shared<std::promise<boost::system::error_code>>();
+    auto f = promise->get_future();
+    s.async_acquire(n, [promise](boost::system::error_code ec) { promise->set_value(ec); });
+    return f;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_CASE(acquires_within_the_share_never_call_redis, fixture)
@@ -117,10 +127,8 @@ BOOST_FIXTURE_TEST_CASE(an_acquire_above_the_capacity_fails_and_one_above_the_sh
     redis::share_semaphore b(second, "above", 4, quick);
     // Before the first answer no capacity is known: an acquire of 5 would queue.
     eventually([&] { return a.valid_for() > clock_type::duration::zero(); });
-    auto too_many = a.async_acquire(5, asio::use_future);
-    BOOST_CHECK_EXCEPTION(
-        wait(too_many), boost::system::system_error,
-        [](const boost::system::system_error& e) { return e.code() == asio_sync::error::too_many_permits; });
+    auto too_many = outcome_of(a, 5);
+    BOOST_TEST(wait(too_many) == boost::system::error_code(asio_sync::error::too_many_permits));
     BOOST_TEST(!a.try_acquire(5));
     // b holds 3; a asks for 2: the division gives each 2, and a waits for b to give one back.
     auto held = acquire(b, 3);
@@ -185,10 +193,8 @@ BOOST_FIXTURE_TEST_CASE(a_closed_process_gives_its_share_to_another, fixture)
     auto waiting = acquire(b, 3);
     a->close();
     BOOST_TEST(a->state().share == 0u);
-    auto refused = acquire(*a, 1);
-    BOOST_CHECK_EXCEPTION(
-        wait(refused), boost::system::system_error,
-        [](const boost::system::system_error& e) { return e.code() == asio_sync::error::closed; });
+    auto refused = outcome_of(*a, 1);
+    BOOST_TEST(wait(refused) == boost::system::error_code(asio_sync::error::closed));
     BOOST_TEST(!is_ready(waiting));
     a->release(3);
     wait(waiting);
