@@ -19,8 +19,8 @@
 #include <support/io_steps.hpp>
 
 #include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/error.hpp>
@@ -142,7 +142,6 @@ struct manual_clock
     using period = std::nano;
     using duration = nanoseconds;
     using time_point = std::chrono::time_point<manual_clock>;
-    static constexpr bool is_steady = true;
     static inline time_point current{};
     static time_point now() noexcept { return current; }
     static void at(std::chrono::milliseconds t) { current = time_point(t); }
@@ -157,6 +156,16 @@ struct recording_limit
     std::size_t max_limit() const noexcept { return 10; }
     void on_sample(const limit_sample& s) noexcept { seen->push_back(s); }
 };
+
+// The options of windows of no length that close on their `samples`-th sample.
+template <class Window>
+typename Window::options windows_of(std::size_t samples)
+{
+    typename Window::options o;
+    o.min_window = o.max_window = nanoseconds(0);
+    o.window_size = samples;
+    return o;
+}
 
 using ms = std::chrono::milliseconds;
 using windowed_recorder = windowed_limit<recording_limit, manual_clock>;
@@ -289,9 +298,7 @@ BOOST_AUTO_TEST_CASE(a_window_stays_within_its_algorithms_bounds_whatever_the_sa
 {
     // Latencies whose sums in a window of 2 do not overflow (the overflow has tests of its own).
     const nanoseconds largest = nanoseconds::max() / 4;
-    windowed_limit<gradient2_limit>::options w;
-    w.min_window = w.max_window = nanoseconds(0);
-    w.window_size = 2;
+    auto w = windows_of<windowed_limit<gradient2_limit>>(2);
     w.min_latency = nanoseconds::min();
     gradient2_limit::options g;
     g.min_limit = 3;
@@ -300,9 +307,7 @@ BOOST_AUTO_TEST_CASE(a_window_stays_within_its_algorithms_bounds_whatever_the_sa
     vegas_limit::options v;
     v.min_limit = 3;
     v.max_limit = 40;
-    windowed_limit<vegas_limit>::options wv;
-    wv.min_window = wv.max_window = nanoseconds(0);
-    wv.window_size = 2;
+    auto wv = windows_of<windowed_limit<vegas_limit>>(2);
     wv.min_latency = nanoseconds::min();
     check_bounds(windowed_limit<vegas_limit>(vegas_limit(v), wv), 3, 40, largest);
     w.aggregate = asio_sync::window_aggregate::percentile;
@@ -468,19 +473,17 @@ BOOST_AUTO_TEST_CASE(no_acquire_completes_inside_its_initiating_call)
     asio::io_context io;
     auto next = std::make_shared<std::atomic<std::size_t>>(4);
     adaptive_limiter limiter(io, settable_limit{next, 4, 10});
-    int calls = 0;
     std::vector<error_code> results;
     std::vector<std::size_t> counts;
     auto handler = [&](error_code ec, permit p) {
         results.push_back(ec);
         counts.push_back(p.count());
     };
-    limiter.async_acquire(1, handler);     // granted at once
-    limiter.async_acquire(0, handler);     // empty
-    limiter.async_acquire(11, handler);    // above the ceiling
+    limiter.async_acquire(1, handler);                     // granted at once
+    limiter.async_acquire(0, handler);                     // empty
+    limiter.async_acquire(11, handler);                    // above the ceiling
     limiter.async_acquire_for(1, nanoseconds(0), handler); // granted at once, though no time
-    calls = static_cast<int>(results.size());
-    BOOST_TEST(calls == 0);
+    BOOST_TEST(results.empty());
     poll(io);
     BOOST_TEST_REQUIRE(results.size() == 4u);
     BOOST_TEST(!results[0]);
@@ -503,8 +506,14 @@ BOOST_AUTO_TEST_CASE(an_acquire_above_the_limit_queues_in_fifo_order_and_grows_w
     BOOST_TEST_REQUIRE(held.has_value());
     std::optional<permit> big, small;
     error_code big_ec, small_ec;
-    limiter.async_acquire(3, [&](error_code ec, permit p) { big_ec = ec, big.emplace(std::move(p)); });
-    limiter.async_acquire(1, [&](error_code ec, permit p) { small_ec = ec, small.emplace(std::move(p)); });
+    limiter.async_acquire(3, [&](error_code ec, permit p) {
+        big_ec = ec;
+        big.emplace(std::move(p));
+    });
+    limiter.async_acquire(1, [&](error_code ec, permit p) {
+        small_ec = ec;
+        small.emplace(std::move(p));
+    });
     poll(io);
     BOOST_TEST((!big && !small)); // one permit is free, but the first in line wants 3
     BOOST_TEST(!limiter.try_acquire().has_value());
@@ -515,7 +524,7 @@ BOOST_AUTO_TEST_CASE(an_acquire_above_the_limit_queues_in_fifo_order_and_grows_w
     BOOST_TEST_REQUIRE(big.has_value());
     BOOST_TEST(big->count() == 3u);
     BOOST_TEST(!small.has_value());
-    // The limit falls below the waiting acquire's... no: it falls while the big one holds all.
+    // The limit falls to 1 as the acquire of 3 gives back: the next in line gets the one permit left.
     next->store(1);
     big->dropped();
     poll(io);
@@ -569,10 +578,12 @@ BOOST_AUTO_TEST_CASE(a_queued_acquire_allocates_one_operation_with_its_handlers_
     asio_sync::test::allocation_counts counts;
     asio_sync::test::counting_allocator<void> alloc(counts);
     std::optional<permit> first, second;
-    limiter.async_acquire(asio::bind_allocator(alloc, [&](error_code, permit p) { first.emplace(std::move(p)); }));
+    limiter.async_acquire(
+        asio::bind_allocator(alloc, [&](error_code, permit p) { first.emplace(std::move(p)); }));
     const std::size_t at_once = counts.allocations.load(); // the post's
     BOOST_TEST(at_once <= 1u);
-    limiter.async_acquire(asio::bind_allocator(alloc, [&](error_code, permit p) { second.emplace(std::move(p)); }));
+    limiter.async_acquire(
+        asio::bind_allocator(alloc, [&](error_code, permit p) { second.emplace(std::move(p)); }));
     BOOST_TEST(counts.allocations.load() == at_once + 1);
     poll(io);
     BOOST_TEST_REQUIRE(first.has_value());
@@ -643,7 +654,11 @@ BOOST_AUTO_TEST_CASE(queued_acquires_are_aborted_when_the_limiter_is_destroyed)
     bool done = false;
     error_code ec;
     std::size_t count = 99;
-    limiter->async_acquire(30, [&](error_code e, permit p) { done = true, ec = e, count = p.count(); });
+    limiter->async_acquire(30, [&](error_code e, permit p) {
+        done = true;
+        ec = e;
+        count = p.count();
+    });
     poll(io);
     BOOST_TEST(!done);
     limiter.reset();
@@ -712,10 +727,17 @@ BOOST_AUTO_TEST_CASE(permits_returned_from_many_threads_all_come_back)
                     held_now -= n;
                     switch ((i + t) % 4)
                     {
-                    case 0: p.success(); break;
-                    case 1: p.dropped(); break;
-                    case 2: p.ignore(); break;
-                    default: {
+                    case 0:
+                        p.success();
+                        break;
+                    case 1:
+                        p.dropped();
+                        break;
+                    case 2:
+                        p.ignore();
+                        break;
+                    default:
+                    {
                         permit moved = std::move(p);
                         moved.success(std::chrono::hours(1000000)); // a latency far above any timeout
                     }
@@ -740,8 +762,8 @@ BOOST_AUTO_TEST_CASE(permits_returned_from_many_threads_all_come_back)
     BOOST_TEST(granted + timed_out + aborted == std::size_t(threads * rounds));
     BOOST_TEST(held_most.load() <= 8u);
     BOOST_TEST(limiter.waiting() == 0u);
-    BOOST_TEST(limiter.available() == limiter.limit(), "available " << limiter.available() << " limit "
-                                                                   << limiter.limit());
+    BOOST_TEST(limiter.available() == limiter.limit(),
+               "available " << limiter.available() << " limit " << limiter.limit());
     BOOST_TEST((limiter.limit() >= 1u && limiter.limit() <= 8u));
     auto all = limiter.try_acquire(limiter.limit());
     BOOST_TEST(all.has_value());
@@ -834,9 +856,7 @@ BOOST_AUTO_TEST_CASE(samples_faster_than_min_latency_neither_open_nor_fill_a_win
 
 BOOST_AUTO_TEST_CASE(a_percentile_window_takes_the_nearest_rank_of_the_latencies_it_kept)
 {
-    windowed_recorder::options o;
-    o.min_window = o.max_window = ms(0);
-    o.window_size = 10;
+    auto o = windows_of<windowed_recorder>(10);
     o.min_latency = nanoseconds(0);
     o.aggregate = asio_sync::window_aggregate::percentile;
     o.percentile = 0.9;
@@ -866,13 +886,13 @@ BOOST_AUTO_TEST_CASE(a_windows_change_carries_the_reason_of_the_permit_that_clos
     a.max_limit = 10;
     a.initial_limit = 10;
     a.backoff_ratio = 0.5;
-    windowed_limit<aimd_limit>::options o;
-    o.min_window = o.max_window = nanoseconds(0);
-    o.window_size = 2;
+    auto o = windows_of<windowed_limit<aimd_limit>>(2);
     o.min_latency = nanoseconds(0);
     adaptive_limiter limiter(io, windowed_limit<aimd_limit>(aimd_limit(a), o));
     std::vector<change> changes;
-    limiter.set_listener([&](std::size_t f, std::size_t t, limit_reason why) { changes.push_back({f, t, why}); });
+    limiter.set_listener([&](std::size_t f, std::size_t t, limit_reason why) {
+        changes.push_back({f, t, why});
+    });
     auto p = limiter.try_acquire(1);
     auto q = limiter.try_acquire(1);
     BOOST_TEST_REQUIRE((p && q));
@@ -902,7 +922,7 @@ BOOST_AUTO_TEST_CASE(a_debt_is_paid_by_returns_and_forgiven_by_a_rise)
     BOOST_TEST(limiter.available() == 0u);
     held[1]->ignore(); // pays 1
     BOOST_TEST(!limiter.try_acquire().has_value());
-    held[2].reset(); // pays the last
+    held[2].reset();                                // pays the last
     BOOST_TEST(!limiter.try_acquire().has_value()); // one is still held: the limit is 1
     held[3]->ignore();
     BOOST_TEST(limiter.available() == 1u);
@@ -952,7 +972,10 @@ BOOST_AUTO_TEST_CASE(an_acquire_of_nothing_does_not_wait_behind_the_queue)
     bool queued_done = false, empty_done = false;
     std::size_t empty_count = 99;
     limiter.async_acquire(3, [&](error_code, permit) { queued_done = true; });
-    limiter.async_acquire(0, [&](error_code ec, permit p) { empty_done = !ec, empty_count = p.count(); });
+    limiter.async_acquire(0, [&](error_code ec, permit p) {
+        empty_done = !ec;
+        empty_count = p.count();
+    });
     poll(io);
     BOOST_TEST(!queued_done);
     BOOST_TEST(empty_done);
@@ -995,9 +1018,7 @@ BOOST_AUTO_TEST_CASE(cancelling_the_head_of_the_line_serves_the_next)
 // window's sum overflows (signed overflow: undefined behaviour, which UBSan reports).
 BOOST_AUTO_TEST_CASE(a_windows_mean_of_huge_latencies_lies_between_them)
 {
-    windowed_recorder::options o;
-    o.min_window = o.max_window = ms(0);
-    o.window_size = 2;
+    auto o = windows_of<windowed_recorder>(2);
     recording_limit r;
     windowed_recorder w(r, o);
     w.on_sample({nanoseconds::max(), 1, false});
@@ -1161,5 +1182,62 @@ BOOST_AUTO_TEST_CASE(an_awaited_acquire_queues_and_completes)
     BOOST_TEST(limiter.available() == 2u);
 }
 #endif
+
+// "Acquires never run the algorithm"; "a timed-out or cancelled acquire held nothing and is not a
+// sample".
+BOOST_AUTO_TEST_CASE(acquires_timeouts_and_cancellations_are_not_samples)
+{
+    asio::io_context io;
+    recording_limit r;
+    adaptive_limiter limiter(io, r); // a limit of 5
+    auto all = limiter.try_acquire(5);
+    BOOST_TEST_REQUIRE(all.has_value());
+    std::vector<error_code> results;
+    auto record = [&](error_code ec, permit p) {
+        results.push_back(ec);
+        BOOST_TEST(p.count() == 0u);
+    };
+    limiter.async_acquire_for(1, ms(1), record);
+    limiter.async_acquire_until(2, std::chrono::steady_clock::now(), record);
+    limiter.async_acquire(3, record);
+    limiter.async_acquire(11, record);
+    poll(io);
+    BOOST_TEST(limiter.cancel() == 2u);
+    asio_sync::test::run(io);
+    BOOST_TEST(results.size() == 4u);
+    BOOST_TEST(r.seen->empty());
+    all->ignore();
+    BOOST_TEST(r.seen->empty());
+    BOOST_TEST(limiter.available() == 5u);
+}
+
+// FAILS: the overflow of a window's sum, end to end: two permits that report the largest latency
+// (an overloaded backend, timed on a clock of the caller's) make a window whose mean reads as
+// -1 ns, which Gradient2 takes for a latency of 1 ns, far below its baseline: the limit that
+// should shrink ("when latency climbs above it, the limit shrinks in proportion") stays.
+BOOST_AUTO_TEST_CASE(huge_latencies_through_a_window_do_not_read_as_no_latency)
+{
+    asio::io_context io;
+    gradient2_limit::options g;
+    g.min_limit = 1;
+    g.max_limit = 100;
+    g.initial_limit = 4;
+    g.smoothing = 1;
+    g.queue_size = 0;
+    auto w = windows_of<windowed_limit<gradient2_limit>>(2);
+    adaptive_limiter limiter(io, windowed_limit<gradient2_limit>(gradient2_limit(g), w));
+    auto window = [&](nanoseconds latency) {
+        auto a = limiter.try_acquire(2);
+        auto b = limiter.try_acquire(2); // four in flight: the limit is used
+        BOOST_TEST_REQUIRE((a && b));
+        a->success(latency);
+        b->success(latency);
+    };
+    window(ms(1));
+    BOOST_TEST(limiter.limit() == 4u);
+    window(nanoseconds::max());
+    BOOST_TEST(limiter.limit() < 4u,
+               "limit " << limiter.limit() << " after a window of the largest latencies");
+}
 
 BOOST_AUTO_TEST_SUITE_END()
