@@ -17,6 +17,7 @@
 
 #include <support/counting_allocator.hpp>
 #include <support/io_steps.hpp>
+#include <support/replaced_new.hpp>
 
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -51,6 +52,8 @@
 #include <vector>
 
 namespace {
+
+const asio_sync::test::operator_new_hook counting_operator_new(&asio_sync::test::count_operator_new);
 
 namespace asio = boost::asio;
 using asio_sync::adaptive_limiter;
@@ -1238,6 +1241,50 @@ BOOST_AUTO_TEST_CASE(huge_latencies_through_a_window_do_not_read_as_no_latency)
     window(nanoseconds::max());
     BOOST_TEST(limiter.limit() < 4u,
                "limit " << limiter.limit() << " after a window of the largest latencies");
+}
+
+// No allocation per return or per sample: the return path (the algorithm behind a percentile
+// window, the limit's move, the listener) and queued acquires with their own allocator call no
+// global operator new.
+BOOST_AUTO_TEST_CASE(returns_samples_and_queued_waits_call_no_global_operator_new)
+{
+    asio::io_context io;
+    aimd_limit::options a;
+    a.min_limit = 1;
+    a.max_limit = 4;
+    a.initial_limit = 2;
+    auto w = windows_of<windowed_limit<aimd_limit>>(2);
+    w.aggregate = asio_sync::window_aggregate::percentile;
+    w.min_latency = nanoseconds(0);
+    adaptive_limiter limiter(io, windowed_limit<aimd_limit>(aimd_limit(a), w));
+    std::size_t changes = 0;
+    limiter.set_listener([&](std::size_t, std::size_t, limit_reason) { ++changes; });
+    asio_sync::test::allocation_counts counts;
+    asio_sync::test::counting_allocator<void> alloc(counts);
+    std::optional<permit> waiter;
+    auto round = [&](int i) {
+        auto p = limiter.try_acquire(limiter.limit());
+        BOOST_TEST_REQUIRE(p.has_value());
+        limiter.async_acquire(
+            asio::bind_allocator(alloc, [&](error_code, permit got) { waiter.emplace(std::move(got)); }));
+        i % 3 == 0 ? p->dropped() : p->success(ms(1));
+        poll(io);
+        BOOST_TEST_REQUIRE(waiter.has_value());
+        waiter->success(ms(2));
+        waiter.reset();
+    };
+    for (int i = 0; i < 10; ++i) // warm-up: Asio's per-thread caches
+        round(i);
+    const std::size_t before = asio_sync::test::global_news.load();
+    for (int i = 0; i < 100; ++i)
+        round(i);
+#ifndef ASIO_SYNC_TEST_SANITIZED
+    BOOST_TEST(asio_sync::test::global_news.load() - before == 0u);
+    ::operator delete(::operator new(1)); // counted: the check above could fail
+    BOOST_TEST(asio_sync::test::global_news.load() - before == 1u);
+#endif
+    BOOST_TEST(changes > 0u);
+    BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
