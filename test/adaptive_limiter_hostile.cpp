@@ -1287,4 +1287,40 @@ BOOST_AUTO_TEST_CASE(returns_samples_and_queued_waits_call_no_global_operator_ne
     BOOST_TEST(counts.allocations.load() == counts.deallocations.load());
 }
 
+// "A cancellation after the grant does nothing"; a timed acquire queued when the limiter is
+// destroyed is aborted, not timed out.
+BOOST_AUTO_TEST_CASE(a_cancellation_after_the_grant_does_nothing_and_destruction_aborts_timed_acquires)
+{
+    asio::io_context io;
+    auto limiter = std::make_unique<adaptive_limiter>(
+        io, settable_limit{std::make_shared<std::atomic<std::size_t>>(1), 1, 10});
+    asio::cancellation_signal signal;
+    std::optional<permit> got;
+    error_code granted_ec, timed_ec;
+    bool timed_done = false;
+    limiter->async_acquire(asio::bind_cancellation_slot(signal.slot(), [&](error_code ec, permit p) {
+        granted_ec = ec;
+        got.emplace(std::move(p));
+    }));
+    signal.emit(asio::cancellation_type::terminal); // granted at once: too late
+    poll(io);
+    BOOST_TEST(!granted_ec);
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST(got->count() == 1u);
+    got.reset();
+    // An acquire of 2 where the limit is 1 queues (holding nothing) until the limiter goes.
+    limiter->async_acquire_for(2, std::chrono::hours(1), [&](error_code ec, permit p) {
+        timed_done = true;
+        timed_ec = ec;
+        BOOST_TEST(p.count() == 0u);
+    });
+    poll(io);
+    BOOST_TEST(!timed_done);
+    limiter.reset();
+    BOOST_TEST(!timed_done);
+    poll(io);
+    BOOST_TEST(timed_done);
+    BOOST_TEST((timed_ec == asio::error::operation_aborted));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
