@@ -302,7 +302,7 @@ BOOST_AUTO_TEST_CASE(a_window_stays_within_its_algorithms_bounds_whatever_the_sa
     // Latencies whose sums in a window of 2 do not overflow (the overflow has tests of its own).
     const nanoseconds largest = nanoseconds::max() / 4;
     auto w = windows_of<windowed_limit<gradient2_limit>>(2);
-    w.min_latency = nanoseconds::min();
+    w.min_latency = nanoseconds(0); // the least allowed: every sample of at least 0 is counted
     gradient2_limit::options g;
     g.min_limit = 3;
     g.max_limit = 40;
@@ -311,7 +311,7 @@ BOOST_AUTO_TEST_CASE(a_window_stays_within_its_algorithms_bounds_whatever_the_sa
     v.min_limit = 3;
     v.max_limit = 40;
     auto wv = windows_of<windowed_limit<vegas_limit>>(2);
-    wv.min_latency = nanoseconds::min();
+    wv.min_latency = nanoseconds(0);
     check_bounds(windowed_limit<vegas_limit>(vegas_limit(v), wv), 3, 40, largest);
     w.aggregate = asio_sync::window_aggregate::percentile;
     w.percentile = 1;
@@ -319,8 +319,8 @@ BOOST_AUTO_TEST_CASE(a_window_stays_within_its_algorithms_bounds_whatever_the_sa
     check_bounds(windowed_limit<gradient2_limit>(gradient2_limit(g), w), 3, 40, largest);
 }
 
-// FAILS: a NaN queue_size is accepted (the constructor checks rtt_tolerance and queue_fraction
-// against NaN, not queue_size), the limit becomes NaN, and limit() converts NaN to an integer
+// Failed before its fix: a NaN queue_size is accepted (the constructor checks rtt_tolerance and
+// queue_fraction against NaN, not queue_size), the limit becomes NaN, and limit() converts NaN to an integer
 // (undefined behaviour; 9223372036854775808 on x86-64), far above max_limit.
 BOOST_AUTO_TEST_CASE(gradient2_accepts_no_option_that_takes_the_limit_out_of_its_bounds)
 {
@@ -343,8 +343,8 @@ BOOST_AUTO_TEST_CASE(gradient2_accepts_no_option_that_takes_the_limit_out_of_its
     }
 }
 
-// FAILS: a NaN beta is accepted (the constructor checks the smoothing alone), the limit becomes
-// NaN at the first sample with a small queue, and limit() converts NaN to an integer (undefined
+// Failed before its fix: a NaN beta is accepted (the constructor checks the smoothing alone), the limit
+// becomes NaN at the first sample with a small queue, and limit() converts NaN to an integer (undefined
 // behaviour; 9223372036854775808 on x86-64), far above max_limit. A NaN alpha or probe_multiplier
 // only stops growth or probing.
 BOOST_AUTO_TEST_CASE(vegas_accepts_no_option_that_takes_the_limit_out_of_its_bounds)
@@ -1016,8 +1016,8 @@ BOOST_AUTO_TEST_CASE(cancelling_the_head_of_the_line_serves_the_next)
     BOOST_TEST(limiter.waiting() == 0u);
 }
 
-// FAILS: "the window's latency (... the mean)": two latencies of nanoseconds::max() (a latency the
-// caller measured, which success(latency) accepts whatever its value) have a mean of -1 ns: the
+// Failed before its fix: "the window's latency (... the mean)": two latencies of nanoseconds::max() (a
+// latency the caller measured, which success(latency) accepts whatever its value) have a mean of -1 ns: the
 // window's sum overflows (signed overflow: undefined behaviour, which UBSan reports).
 BOOST_AUTO_TEST_CASE(a_windows_mean_of_huge_latencies_lies_between_them)
 {
@@ -1030,8 +1030,8 @@ BOOST_AUTO_TEST_CASE(a_windows_mean_of_huge_latencies_lies_between_them)
     BOOST_TEST((*r.seen)[0].latency.count() == nanoseconds::max().count());
 }
 
-// FAILS: "A window lasts clamp(2 * smallest latency of the last window, min_window, max_window)":
-// after a window whose smallest latency is above half of nanoseconds::max(), 2 * smallest
+// Failed before its fix: "A window lasts clamp(2 * smallest latency of the last window, min_window,
+// max_window)": after a window whose smallest latency is above half of nanoseconds::max(), 2 * smallest
 // overflows (undefined behaviour) and the next window lasts min_window instead of max_window.
 BOOST_AUTO_TEST_CASE(the_window_after_huge_latencies_lasts_max_window)
 {
@@ -1214,10 +1214,10 @@ BOOST_AUTO_TEST_CASE(acquires_timeouts_and_cancellations_are_not_samples)
     BOOST_TEST(limiter.available() == 5u);
 }
 
-// FAILS: the overflow of a window's sum, end to end: two permits that report the largest latency
-// (an overloaded backend, timed on a clock of the caller's) make a window whose mean reads as
-// -1 ns, which Gradient2 takes for a latency of 1 ns, far below its baseline: the limit that
-// should shrink ("when latency climbs above it, the limit shrinks in proportion") stays.
+// Failed before its fix: the overflow of a window's sum, end to end: two permits that report the largest
+// latency (an overloaded backend, timed on a clock of the caller's) make a window whose mean reads as -1 ns,
+// which Gradient2 takes for a latency of 1 ns, far below its baseline: the limit that should shrink ("when
+// latency climbs above it, the limit shrinks in proportion") stays.
 BOOST_AUTO_TEST_CASE(huge_latencies_through_a_window_do_not_read_as_no_latency)
 {
     asio::io_context io;

@@ -72,8 +72,8 @@ public:
     ///
     /// @param o The parameters.
     /// @throws std::invalid_argument if `o.min_limit == 0`, `o.min_limit > o.max_limit`,
-    /// `o.smoothing` is not in (0, 1], `o.rtt_tolerance < 1`, `o.queue_fraction < 0` or
-    /// `o.long_window == 0`.
+    /// `o.smoothing` is not in (0, 1], `o.rtt_tolerance < 1`, `o.queue_fraction` or `o.queue_size`
+    /// is not a finite number at least 0, or `o.long_window == 0`.
     explicit gradient2_limit(const options& o)
         : options_(o), limit_(detail::initial_limit(o.initial_limit, o.min_limit, o.max_limit))
     {
@@ -81,9 +81,10 @@ public:
         if (!(o.rtt_tolerance >= 1))
             boost::throw_exception(
                 std::invalid_argument("asio_sync: Gradient2 rtt_tolerance must be at least 1"));
-        if (!(o.queue_fraction >= 0))
-            boost::throw_exception(
-                std::invalid_argument("asio_sync: Gradient2 queue_fraction must be at least 0"));
+        detail::check_finite_at_least(
+            o.queue_fraction, 0, "asio_sync: Gradient2 queue_fraction must be a finite number at least 0");
+        detail::check_finite_at_least(o.queue_size, 0,
+                                      "asio_sync: Gradient2 queue_size must be a finite number at least 0");
         if (o.long_window == 0)
             boost::throw_exception(
                 std::invalid_argument("asio_sync: Gradient2 long_window must be at least 1"));

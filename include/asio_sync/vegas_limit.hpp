@@ -73,13 +73,20 @@ public:
     /// Constructs a Vegas limit.
     ///
     /// @param o The parameters.
-    /// @throws std::invalid_argument if `o.min_limit == 0`, `o.min_limit > o.max_limit`, or
-    /// `o.smoothing` is not in (0, 1].
+    /// @throws std::invalid_argument if `o.min_limit == 0`, `o.min_limit > o.max_limit`,
+    /// `o.smoothing` is not in (0, 1], `o.alpha`, `o.beta` or `o.probe_multiplier` is not a finite
+    /// number at least 0, or `o.alpha > o.beta`.
     explicit vegas_limit(const options& o)
         : options_(o), limit_(detail::initial_limit(o.initial_limit, o.min_limit, o.max_limit)),
           probe_state_(o.probe_seed)
     {
         detail::checked_smoothing(o.smoothing);
+        detail::check_finite_at_least(o.alpha, 0,
+                                      "asio_sync: Vegas alpha must be a finite number at least 0");
+        detail::check_finite_at_least(o.beta, o.alpha,
+                                      "asio_sync: Vegas beta must be a finite number at least alpha");
+        detail::check_finite_at_least(o.probe_multiplier, 0,
+                                      "asio_sync: Vegas probe_multiplier must be a finite number at least 0");
         next_probe();
     }
 

@@ -94,7 +94,8 @@ public:
     ///
     /// @param algorithm The algorithm the windows feed.
     /// @param o The parameters of the windows.
-    /// @throws std::invalid_argument if `o.min_window` is negative, `o.min_window > o.max_window`,
+    /// @throws std::invalid_argument if `o.min_window` or `o.min_latency` is negative,
+    /// `o.min_window > o.max_window`,
     /// `o.window_size == 0`, or, with window_aggregate::percentile, `o.percentile` is not in
     /// (0, 1] or `o.percentile_capacity == 0`.
     windowed_limit(Algorithm algorithm, const options& o)
@@ -103,6 +104,9 @@ public:
         if (o.min_window.count() < 0 || o.min_window > o.max_window)
             boost::throw_exception(
                 std::invalid_argument("asio_sync: a window's min_window must be in [0, max_window]"));
+        if (o.min_latency.count() < 0)
+            boost::throw_exception(
+                std::invalid_argument("asio_sync: a window's min_latency must be at least 0"));
         if (o.window_size == 0)
             boost::throw_exception(
                 std::invalid_argument("asio_sync: a window's window_size must be at least 1"));
@@ -138,7 +142,7 @@ public:
         if (count_ == 0)
             opened_ = now;
         ++count_;
-        sum_ += s.latency;
+        sum_ += static_cast<double>(s.latency.count()); // a double: no sum of latencies overflows
         smallest_ = count_ == 1 ? s.latency : std::min(smallest_, s.latency);
         in_flight_ = std::max(in_flight_, s.in_flight);
         dropped_ = dropped_ || s.dropped;
@@ -152,10 +156,12 @@ private:
     void close() noexcept
     {
         algorithm_.on_sample({aggregate(), in_flight_, dropped_});
+        const std::chrono::nanoseconds twice =
+            smallest_ > std::chrono::nanoseconds::max() / 2 ? std::chrono::nanoseconds::max() : 2 * smallest_;
         window_length_ =
-            std::clamp<std::chrono::nanoseconds>(2 * smallest_, options_.min_window, options_.max_window);
+            std::clamp<std::chrono::nanoseconds>(twice, options_.min_window, options_.max_window);
         count_ = 0;
-        sum_ = std::chrono::nanoseconds(0);
+        sum_ = 0;
         in_flight_ = 0;
         dropped_ = false;
         latencies_.clear();
@@ -164,7 +170,13 @@ private:
     std::chrono::nanoseconds aggregate() noexcept
     {
         if (options_.aggregate == window_aggregate::average)
-            return sum_ / static_cast<std::chrono::nanoseconds::rep>(count_);
+        {
+            // The mean lies between the latencies; near the largest one a double may round above it.
+            const double mean = sum_ / static_cast<double>(count_);
+            return mean >= static_cast<double>(std::chrono::nanoseconds::max().count())
+                       ? std::chrono::nanoseconds::max()
+                       : std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(mean));
+        }
         // The nearest rank: the smallest latency with at least `percentile` of them at or below it.
         const auto rank =
             static_cast<std::size_t>(std::ceil(options_.percentile * static_cast<double>(latencies_.size())));
@@ -178,7 +190,7 @@ private:
     std::chrono::nanoseconds window_length_;
     typename Clock::time_point opened_{};
     std::size_t count_ = 0;
-    std::chrono::nanoseconds sum_{0};
+    double sum_ = 0; // nanoseconds
     std::chrono::nanoseconds smallest_{0};
     std::size_t in_flight_ = 0;
     bool dropped_ = false;

@@ -16,9 +16,19 @@
 
 namespace asio_sync::detail {
 
+// A NaN (which no checked option produces) falls to the floor rather than through the clamp.
 inline double clamp_limit(double limit, std::size_t min_limit, std::size_t max_limit) noexcept
 {
+    if (std::isnan(limit))
+        return static_cast<double>(min_limit);
     return std::clamp(limit, static_cast<double>(min_limit), static_cast<double>(max_limit));
+}
+
+// A parameter that must be a finite number at least `least`.
+inline void check_finite_at_least(double value, double least, const char* what)
+{
+    if (!(std::isfinite(value) && value >= least))
+        boost::throw_exception(std::invalid_argument(what));
 }
 
 // The initial limit of every algorithm, clamped to its floor and ceiling, once they are checked:
