@@ -204,7 +204,8 @@ public:
     }
 
     /// Takes `n` permits if that can be done at once: fails when fewer than `n` are free, when
-    /// any acquire is queued, or when a lowered limit's debt is still open. Lock-free.
+    /// any acquire is queued, or when a lowered limit's debt is still open (`n == 0` succeeds
+    /// then too, with a permit holding nothing, as the semaphore's `try_acquire(0)`). Lock-free.
     ///
     /// @param n The number of permits to take.
     /// @returns a permit holding `n` permits, or `std::nullopt` with nothing changed.
