@@ -40,7 +40,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <limits>
@@ -48,7 +47,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -68,8 +66,8 @@ public:
                      std::size_t capacity, const checked_semaphore_options& options)
         : link_(std::move(link)), executor_(ex), script_(name),
           wait_timeout_(durable_confirmation::wait_timeout(options.lease(), link_->health_check_interval())),
-          client_(client_options{capacity, options, random_prefix(),
-                                 !options.durable() && link_->uses_sentinels()}),
+          client_(
+              client_options{capacity, options, random_id(), !options.durable() && link_->uses_sentinels()}),
           capacity_(capacity), timer_(executor_)
     {
     }
@@ -269,15 +267,6 @@ private:
         core::waiter_list lost_waiters; // of coded_waiter
         std::shared_ptr<boost::asio::cancellation_signal> lost_signal;
     };
-
-    static std::string random_prefix()
-    {
-        std::random_device device;
-        const std::uint64_t bits = (std::uint64_t(device()) << 32) ^ device();
-        char text[17];
-        std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
-        return text;
-    }
 
     // Runs `event` on the client under the mutex, carries out what it returns, and completes
     // what it decided once the mutex is released.

@@ -18,7 +18,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -61,6 +63,17 @@ inline std::string key_prefix(std::string_view name)
         }
     }
     return prefix + "}:";
+}
+
+// 64 random bits in hex: a process's id before its ids in Redis (the semaphore's holders and
+// waiters, a leased share's entry).
+inline std::string random_id()
+{
+    std::random_device device;
+    const std::uint64_t bits = (std::uint64_t(device()) << 32) ^ device();
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
+    return text;
 }
 
 class semaphore_script

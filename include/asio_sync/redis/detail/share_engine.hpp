@@ -31,12 +31,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -263,15 +261,6 @@ private:
     static std::vector<std::string> load_command()
     {
         return {"FUNCTION", "LOAD", "REPLACE", std::string(share_library::source)};
-    }
-
-    static std::string random_id()
-    {
-        std::random_device device;
-        const std::uint64_t bits = (std::uint64_t(device()) << 32) ^ device();
-        char text[17];
-        std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(bits));
-        return text;
     }
 
     std::vector<std::string> call(share_library::function f, std::initializer_list<std::string> args) const
