@@ -464,14 +464,16 @@ BOOST_FIXTURE_TEST_CASE(a_function_flush_is_survived_without_a_loss, fixture)
     auto f = acquire(a, 2);
     wait(f);
     const std::uint64_t fence = a.state().fence;
-    std::atomic<bool> lost{false};
-    a.async_wait_lost([&](error_code) { lost = true; });
+    // The wait completes (aborted) when `a` is destroyed, on the fixture's thread, after this
+    // scope: the flag must outlive it.
+    const auto lost = std::make_shared<std::atomic<bool>>(false);
+    a.async_wait_lost([lost](error_code) { *lost = true; });
     server.command({"FUNCTION", "FLUSH"});
     redis::share_semaphore b(second, "flushed", 2, quick);
     auto resized = b.async_set_capacity(3, asio::use_future);
     BOOST_TEST(outcome(resized) == error_code());
     eventually([&] { return a.capacity() == 3u; });
-    BOOST_TEST(!lost.load());
+    BOOST_TEST(!lost->load());
     BOOST_TEST(a.state().fence == fence);
     a.release(2);
 }
@@ -564,15 +566,15 @@ BOOST_AUTO_TEST_CASE(a_restart_with_appendfsync_always_keeps_the_share)
         auto f = acquire(a, 2);
         wait(f);
         const std::uint64_t fence = a.state().fence;
-        std::atomic<bool> lost{false};
-        a.async_wait_lost([&](error_code) { lost = true; });
+        const auto lost = std::make_shared<std::atomic<bool>>(false); // outlives `a`: see above
+        a.async_wait_lost([lost](error_code) { *lost = true; });
         server.stop();
         server.start();
         redis::share_semaphore b(second, "kept", 2, kept);
         auto resized = b.async_set_capacity(4, asio::use_future);
         wait(resized);
         eventually([&] { return a.capacity() == 4u; });
-        BOOST_TEST(!lost.load());
+        BOOST_TEST(!lost->load());
         BOOST_TEST(a.state().fence == fence);
         a.release(2);
         first.close();
