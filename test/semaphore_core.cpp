@@ -226,6 +226,10 @@ public:
         finish(done);
     }
 
+    // What a leased share does when it shrinks (redis/detail/share_engine.hpp): the head gives
+    // back what it collected, up to the debt.
+    std::size_t pay_debt_with_collected() { return core_.pay_debt_with_collected(); }
+
     // Per-operation cancellation: the slot holds the waiter until it leaves the queue.
     void cancel(waiter& x)
     {
@@ -329,6 +333,9 @@ public:
                  std::to_string(debt));
         if (core_.waiting() != pending)
             fail("waiting() disagrees with the queued waiters");
+        for (const waiter& x : waiters_)
+            if (x.pending && x.collected + x.missing != x.n)
+                fail("a queued waiter's collected and missing permits do not make its request");
         if (pending > 0 && available > 0)
             fail("lost wake-up: a waiter is queued while permits sit in the counter");
         if (debt > 0 && available > 0)
@@ -776,6 +783,58 @@ std::unique_ptr<scripted<Core>> add_vs_cancel_of_a_partial_head_in_debt()
         [](h& s) {
             s.acquire(s.w(0), 2);
             s.reduce(1);
+        });
+}
+
+// A leased share shrunk below what its head collected: the head (2 of 4 collected) pays the debt
+// of 2 with them, racing a holder's release, its own cancellation and a newer acquire. Whatever
+// the order, the debt is paid exactly once, the head is never granted (1 permit is left) and the
+// newer acquire ends with that permit.
+template <class Core>
+std::unique_ptr<scripted<Core>> pay_debt_with_collected_vs_release_vs_cancel()
+{
+    using h = harness<Core>;
+    return std::make_unique<scripted<Core>>(
+        config{.initial = 2, .waiters = 2, .held = 1},
+        bodies<Core>{[](h& s) {
+                         s.pay_debt_with_collected();
+                         s.cancel(s.w(0));
+                     },
+                     [](h& s) { s.release(1); }, [](h& s) { s.acquire(s.w(1), 1); }},
+        [](h& s) {
+            if (s.w(0).result != waiter_outcome::aborted)
+                s.fail("the cancelled head should have been aborted");
+            if (!s.w(1).granted())
+                s.fail("the newer acquire should have the permit left after the debt");
+            if (s.debt() != 0 || s.core().available() != 0)
+                s.fail("the debt should be paid and nothing left over");
+        },
+        [](h& s) {
+            s.acquire(s.w(0), 4);
+            s.reduce(2);
+        });
+}
+
+// The same without the cancellation: the head stays queued, still owed what it gave back.
+template <class Core>
+std::unique_ptr<scripted<Core>> pay_debt_with_collected_vs_release_vs_acquire()
+{
+    using h = harness<Core>;
+    return std::make_unique<scripted<Core>>(
+        config{.initial = 2, .waiters = 2, .held = 1},
+        bodies<Core>{[](h& s) { s.pay_debt_with_collected(); }, [](h& s) { s.release(1); },
+                     [](h& s) { s.acquire(s.w(1), 1); }},
+        [](h& s) {
+            if (!s.w(0).pending || s.w(0).collected != 1)
+                s.fail("the head should wait with the one permit left after the debt");
+            if (!s.w(1).pending)
+                s.fail("the newer acquire should wait behind the head");
+            if (s.debt() != 0)
+                s.fail("the debt should be paid");
+        },
+        [](h& s) {
+            s.acquire(s.w(0), 4);
+            s.reduce(2);
         });
 }
 
@@ -1505,6 +1564,8 @@ ASIO_SYNC_EXHAUSTIVE(reduce_vs_try_acquire_vs_release)
 ASIO_SYNC_EXHAUSTIVE(forget_vs_enqueue_vs_release)
 ASIO_SYNC_EXHAUSTIVE(add_vs_cancel_of_a_partial_head_in_debt)
 ASIO_SYNC_EXHAUSTIVE(cancel_all_vs_release_in_debt)
+ASIO_SYNC_EXHAUSTIVE(pay_debt_with_collected_vs_release_vs_cancel)
+ASIO_SYNC_EXHAUSTIVE(pay_debt_with_collected_vs_release_vs_acquire)
 ASIO_SYNC_EXHAUSTIVE(bounded_acquire_release_vs_permit_return)
 ASIO_SYNC_EXHAUSTIVE(bounded_releases_vs_permit_forget)
 ASIO_SYNC_EXHAUSTIVE(bounded_capacity_changes_keep_the_room)
