@@ -243,11 +243,12 @@ BOOST_FIXTURE_TEST_CASE(handlers_are_never_invoked_inside_the_initiating_call, f
 // connection's executor, here the io_context's one thread.
 BOOST_FIXTURE_TEST_CASE(the_listener_runs_only_on_the_connections_executor, fixture)
 {
-    redis::share_semaphore s(first, "listener-thread", 4, quick);
+    // Declared before the object, which waits for a listener call still running when it dies.
     std::atomic<int> elsewhere{0};
     std::atomic<int> calls{0};
     std::atomic<int> in_close{0};
     std::atomic<bool> closing{false};
+    redis::share_semaphore s(first, "listener-thread", 4, quick);
     s.set_listener([&](const redis::share_state&) {
         if (std::this_thread::get_id() != io_thread)
         {
@@ -296,6 +297,47 @@ BOOST_FIXTURE_TEST_CASE(the_destructor_does_not_call_the_listener, fixture)
     BOOST_TEST(elsewhere.load() == 0);
 }
 
+// "the destructor removes it": a listener call already running on the connection's thread when
+// another thread destroys the object ends before the destructor returns, so that what it captured
+// may die with the object. The listener holds its call open until the destroying thread has had
+// time to reach the destructor; the two ends are ordered on one counter.
+BOOST_FIXTURE_TEST_CASE(the_destructor_waits_for_a_listener_call_running_on_another_thread, fixture)
+{
+    std::atomic<int> order{0};
+    std::atomic<int> listener_ended{0};
+    std::atomic<bool> closing{false};
+    std::atomic<bool> held_once{false};
+    std::promise<void> entered;
+    std::promise<void> go_on;
+    auto s = std::make_unique<redis::share_semaphore>(first, "listener-running", 2, quick);
+    auto f = acquire(*s, 1);
+    wait(f);
+    s->release(1);
+    s->set_listener([&, go = go_on.get_future().share()](const redis::share_state&) {
+        if (!closing.load() || held_once.exchange(true))
+            return;
+        entered.set_value();
+        if (go.wait_for(10s) != std::future_status::ready)
+            BOOST_ERROR("the test never let the listener end");
+        listener_ended = ++order;
+    });
+    closing = true;
+    s->close(); // always a change: a listener call is posted to the connection's thread
+    auto in_listener = entered.get_future();
+    wait(in_listener);
+    int destroyed = 0;
+    std::thread destroyer([&] {
+        s.reset();
+        destroyed = ++order;
+    });
+    std::this_thread::sleep_for(50ms); // not a bound: a slow destroyer only makes the check weaker
+    go_on.set_value();
+    destroyer.join();
+    // Failed before its fix: the destructor returned at once, before the listener's call ended.
+    BOOST_TEST(listener_ended.load() == 1);
+    BOOST_TEST(destroyed == 2);
+}
+
 // Asio's contract for an asynchronous operation (async-waits.md, "Work"): outstanding work is
 // tracked on the handler's associated executor from initiation until the handler is submitted, so
 // that its context's run() does not return while the operation is pending.
@@ -320,9 +362,9 @@ BOOST_FIXTURE_TEST_CASE(a_resize_keeps_work_on_the_handlers_executor, fixture)
 // (the listener is "never under a lock").
 BOOST_FIXTURE_TEST_CASE(the_listener_may_read_and_close_the_object, fixture)
 {
-    redis::share_semaphore s(first, "listener-reentry", 4, quick);
-    std::atomic<int> calls{0};
+    std::atomic<int> calls{0}; // before the object: see above
     std::atomic<bool> closed_in_listener{false};
+    redis::share_semaphore s(first, "listener-reentry", 4, quick);
     s.set_listener([&](const redis::share_state& state) {
         ++calls;
         const redis::share_state again = s.state();

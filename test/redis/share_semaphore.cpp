@@ -229,8 +229,8 @@ BOOST_FIXTURE_TEST_CASE(a_share_cut_off_is_lost_before_redis_gives_it_away, fixt
 
 BOOST_FIXTURE_TEST_CASE(a_larger_capacity_grows_the_share_and_the_listener_hears_it, fixture)
 {
+    std::atomic<std::size_t> heard{0}; // before the object, which waits for a running listener call
     redis::share_semaphore s(first, "resize", 2, quick);
-    std::atomic<std::size_t> heard{0};
     s.set_listener([&](const redis::share_state& state) { heard = state.share; });
     auto two = acquire(s, 2);
     wait(two);

@@ -133,7 +133,7 @@ public:
     basic_share_semaphore& operator=(const basic_share_semaphore&) = delete;
 
     /// Closes the object (see `close()`) after removing the listener, which is not called from then
-    /// on.
+    /// on: a call running on another thread ends first (see `set_listener`).
     ~basic_share_semaphore()
     {
         engine_->set_listener(nullptr);
@@ -284,6 +284,11 @@ public:
     /// changes, posted to the connection's executor (never inside a call of this object, never
     /// under a lock), with the state as it is when it runs: changes close together may be reported
     /// by one call. It replaces the previous one; the destructor removes it. It must not throw.
+    ///
+    /// Once this returns (or the destructor), the previous listener is neither called nor running,
+    /// so what it captured may be destroyed: a call running on another thread is waited for, as
+    /// `std::stop_callback`'s destructor waits for its callback. Called from inside the listener,
+    /// it does not wait for that call.
     ///
     /// @param listener The function to call; an empty one removes the listener.
     void set_listener(std::function<void(const share_state&)> listener)

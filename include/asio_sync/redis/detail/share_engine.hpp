@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -154,10 +155,15 @@ public:
     }
 
     // An empty `listener` removes it.
+    // A call of the old listener running on another thread ends before this returns (as
+    // std::stop_callback's destructor waits for its callback), so that what it captured may be
+    // destroyed then; a call from inside the listener does not wait for itself.
     void set_listener(listener_type listener)
     {
-        const std::lock_guard<std::mutex> lock(mutex_);
+        std::unique_lock<std::mutex> lock(mutex_);
         listener_ = listener ? std::make_shared<listener_type>(std::move(listener)) : nullptr;
+        const std::size_t own = delivering().engine == this ? delivering().depth : 0;
+        listener_idle_.wait(lock, [&] { return listener_calls_ == own; });
     }
 
     // An acquire may queue for want of share: sample the demand at once. At most once until the
@@ -339,9 +345,45 @@ private:
             listener_posted_ = false;
             listener = listener_;
             state = state_locked();
+            if (!listener)
+                return;
+            ++listener_calls_;
         }
-        if (listener)
-            (*listener)(state);
+        // Counted until it returns (or throws, though it must not), for set_listener.
+        struct call
+        {
+            share_engine& self;
+            delivery outer = delivering();
+
+            explicit call(share_engine& e) : self(e)
+            {
+                delivering() = {&self, outer.engine == &self ? outer.depth + 1 : 1};
+            }
+
+            ~call()
+            {
+                delivering() = outer;
+                {
+                    const std::lock_guard<std::mutex> lock(self.mutex_);
+                    --self.listener_calls_;
+                }
+                self.listener_idle_.notify_all();
+            }
+        } counted(*this);
+        (*listener)(state);
+    }
+
+    // The listener calls running on this thread, for the engine running them.
+    struct delivery
+    {
+        const share_engine* engine = nullptr;
+        std::size_t depth = 0;
+    };
+
+    static delivery& delivering() noexcept
+    {
+        static thread_local delivery current;
+        return current;
     }
 
     // Under the mutex: the local semaphore's resizes and the lost event post their completions.
@@ -431,6 +473,8 @@ private:
     asio_sync::basic_manual_reset_event<Executor> lost_; // set while no share is valid
     boost::asio::basic_waitable_timer<clock, boost::asio::wait_traits<clock>, Executor> timer_;
     std::shared_ptr<listener_type> listener_;
+    std::condition_variable listener_idle_; // with the mutex: no listener call running
+    std::size_t listener_calls_ = 0;        // under the mutex: calls running
     std::atomic<std::size_t> capacity_;
     std::atomic<bool> poked_{false};
     std::atomic<bool> known_{false};                                          // capacity_ answered
