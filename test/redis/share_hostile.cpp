@@ -297,47 +297,6 @@ BOOST_FIXTURE_TEST_CASE(the_destructor_does_not_call_the_listener, fixture)
     BOOST_TEST(elsewhere.load() == 0);
 }
 
-// "the destructor removes it": a listener call already running on the connection's thread when
-// another thread destroys the object ends before the destructor returns, so that what it captured
-// may die with the object. The listener holds its call open until the destroying thread has had
-// time to reach the destructor; the two ends are ordered on one counter.
-BOOST_FIXTURE_TEST_CASE(the_destructor_waits_for_a_listener_call_running_on_another_thread, fixture)
-{
-    std::atomic<int> order{0};
-    std::atomic<int> listener_ended{0};
-    std::atomic<bool> closing{false};
-    std::atomic<bool> held_once{false};
-    std::promise<void> entered;
-    std::promise<void> go_on;
-    auto s = std::make_unique<redis::share_semaphore>(first, "listener-running", 2, quick);
-    auto f = acquire(*s, 1);
-    wait(f);
-    s->release(1);
-    s->set_listener([&, go = go_on.get_future().share()](const redis::share_state&) {
-        if (!closing.load() || held_once.exchange(true))
-            return;
-        entered.set_value();
-        if (go.wait_for(10s) != std::future_status::ready)
-            BOOST_ERROR("the test never let the listener end");
-        listener_ended = ++order;
-    });
-    closing = true;
-    s->close(); // always a change: a listener call is posted to the connection's thread
-    auto in_listener = entered.get_future();
-    wait(in_listener);
-    int destroyed = 0;
-    std::thread destroyer([&] {
-        s.reset();
-        destroyed = ++order;
-    });
-    std::this_thread::sleep_for(50ms); // not a bound: a slow destroyer only makes the check weaker
-    go_on.set_value();
-    destroyer.join();
-    // Failed before its fix: the destructor returned at once, before the listener's call ended.
-    BOOST_TEST(listener_ended.load() == 1);
-    BOOST_TEST(destroyed == 2);
-}
-
 // Asio's contract for an asynchronous operation (async-waits.md, "Work"): outstanding work is
 // tracked on the handler's associated executor from initiation until the handler is submitted, so
 // that its context's run() does not return while the operation is pending.
