@@ -426,17 +426,18 @@ std::vector<std::unique_ptr<simulation>> configurations(double phase_seconds, st
     // Gradient2 windowed and tuned for a latency that is the signal: no tolerance above the
     // long-term average (the window's mean is steady enough), which spans 6000 windows (5 min,
     // so that it does not follow a queue within a phase); growth by a fraction of the limit
-    // (queue_fraction 0.05) plus 0.5, so that the limit settles about 5% above the knee whatever
-    // C; smoothing 0.5, so that it follows C within a second or two.
+    // (queue_fraction 0.05) plus 0.25, so that the limit settles 5 to 10% above the knee whatever
+    // C (the constant part weighs most at a small knee); smoothing 0.65, so that it climbs back
+    // to a risen C within two or three seconds.
     add("gradient2_windowed_tuned", [] {
         asio_sync::gradient2_limit::options o;
         o.min_limit = 1;
         o.max_limit = 200;
         o.rtt_tolerance = 1.0;
         o.long_window = 6000;
-        o.queue_size = 0.5;
+        o.queue_size = 0.25;
         o.queue_fraction = 0.05;
-        o.smoothing = 0.5;
+        o.smoothing = 0.65;
         return windowed<asio_sync::gradient2_limit>(asio_sync::gradient2_limit(o));
     });
     return all;
