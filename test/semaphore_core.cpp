@@ -786,6 +786,15 @@ std::unique_ptr<scripted<Core>> add_vs_cancel_of_a_partial_head_in_debt()
         });
 }
 
+// The set-up of the two scenarios below: the head has collected the 2 permits there were of the 4
+// it asks for, and a reduction of 2 left a debt of 2.
+template <class Core>
+void head_with_2_of_4_in_a_debt_of_2(harness<Core>& s)
+{
+    s.acquire(s.w(0), 4);
+    s.reduce(2);
+}
+
 // A leased share shrunk below what its head collected: the head (2 of 4 collected) pays the debt
 // of 2 with them, racing a holder's release, its own cancellation and a newer acquire. Whatever
 // the order, the debt is paid exactly once, the head is never granted (1 permit is left) and the
@@ -809,10 +818,7 @@ std::unique_ptr<scripted<Core>> pay_debt_with_collected_vs_release_vs_cancel()
             if (s.debt() != 0 || s.core().available() != 0)
                 s.fail("the debt should be paid and nothing left over");
         },
-        [](h& s) {
-            s.acquire(s.w(0), 4);
-            s.reduce(2);
-        });
+        &head_with_2_of_4_in_a_debt_of_2<Core>);
 }
 
 // The same without the cancellation: the head stays queued, still owed what it gave back.
@@ -832,10 +838,7 @@ std::unique_ptr<scripted<Core>> pay_debt_with_collected_vs_release_vs_acquire()
             if (s.debt() != 0)
                 s.fail("the debt should be paid");
         },
-        [](h& s) {
-            s.acquire(s.w(0), 4);
-            s.reduce(2);
-        });
+        &head_with_2_of_4_in_a_debt_of_2<Core>);
 }
 
 // cancel() hands the aborted waiters' collected permits to the debt first, like any release.

@@ -95,9 +95,8 @@ public:
     /// @param algorithm The algorithm the windows feed.
     /// @param o The parameters of the windows.
     /// @throws std::invalid_argument if `o.min_window` or `o.min_latency` is negative,
-    /// `o.min_window > o.max_window`,
-    /// `o.window_size == 0`, or, with window_aggregate::percentile, `o.percentile` is not in
-    /// (0, 1] or `o.percentile_capacity == 0`.
+    /// `o.min_window > o.max_window`, `o.window_size == 0`, or, with window_aggregate::percentile,
+    /// `o.percentile` is not in (0, 1] or `o.percentile_capacity == 0`.
     windowed_limit(Algorithm algorithm, const options& o)
         : algorithm_(std::move(algorithm)), options_(o), window_length_(o.min_window)
     {
