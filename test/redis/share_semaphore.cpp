@@ -286,6 +286,26 @@ BOOST_FIXTURE_TEST_CASE(the_destructor_waits_for_a_listener_call_running_on_anot
     BOOST_TEST(destroyed == 2);
 }
 
+// The destructor called from inside the listener (the one call running) does not wait for that
+// call: it returns, and the call ends after it without touching the object.
+BOOST_FIXTURE_TEST_CASE(the_listener_may_destroy_the_object, fixture)
+{
+    std::promise<void> destroyed;
+    auto s = std::make_unique<redis::share_semaphore>(first, "listener-destroys", 2, quick);
+    auto f = acquire(*s, 1);
+    wait(f);
+    s->release(1);
+    s->set_listener([&](const redis::share_state&) {
+        if (!s)
+            return;
+        s.reset();
+        destroyed.set_value();
+    });
+    s->close(); // always a change: the listener is called on the connection's thread
+    auto done = destroyed.get_future();
+    wait(done); // failed (timed out) if the destructor waited for the call it runs in
+}
+
 BOOST_FIXTURE_TEST_CASE(bad_input_is_refused, fixture)
 {
     BOOST_CHECK_THROW(redis::share_semaphore(first, "", 1), std::invalid_argument);
