@@ -11,6 +11,8 @@
 // With --pause the process stops itself (SIGSTOP) between checking its permit and writing, as a
 // process paused by the scheduler, a swap storm, a stop-the-world collector or a debugger would
 // be; SIGCONT resumes it. scripts/fleet-demo runs one paused writer and one that comes next.
+// A write whose connection is lost after it was sent (its outcome unknown) is written again with
+// the same fence, a few times at most.
 //
 // Exit status: 0 written, 3 refused (a newer fence wrote the resource), 1 any other failure.
 
@@ -31,6 +33,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -159,8 +162,20 @@ asio::awaitable<int> fenced_write(redis::connection& conn, const options& opts)
     }
     const std::string value_key = "{" + opts.key + "}:value";
     const std::string fence_key = "{" + opts.key + "}:fence";
-    auto [wrote, largest] =
-        co_await redis::async_fenced_set(conn, value_key, fence_key, fence, opts.value, as_result);
+    // A connection lost after the write was sent (a failover, a dropped link) leaves its outcome
+    // unknown. Writing the same value with the same fence again is safe: it either writes what
+    // the first attempt may have written or is refused, as the first would have been.
+    constexpr int attempts = 5;
+    boost::system::error_code wrote;
+    std::uint64_t largest = 0;
+    for (int attempt = 1; attempt <= attempts; ++attempt)
+    {
+        std::tie(wrote, largest) =
+            co_await redis::async_fenced_set(conn, value_key, fence_key, fence, opts.value, as_result);
+        if (wrote != redis::error::connection_lost || attempt == attempts)
+            break;
+        std::printf("%s: writing again with the same fence\n", wrote.message().c_str());
+    }
     int status = 0;
     if (!wrote)
         std::printf("written with fence %llu\n", static_cast<unsigned long long>(fence));
