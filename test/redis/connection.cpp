@@ -813,13 +813,15 @@ BOOST_AUTO_TEST_CASE(subscribers_hear_messages_and_resubscribe_after_a_kill)
         "never unsubscribed");
 }
 
+// The server is stopped before the connection starts, so that every command waits in the queue:
+// stopped after a first command, it could be gone before the connection had read the end of its
+// link, and a command written then completed with connection_lost (seen under ThreadSanitizer).
 BOOST_AUTO_TEST_CASE(cancels_a_queued_command_of_any_cancellation_type)
 {
     redis_server server;
+    server.stop();
     io_thread io;
     redis::connection conn(io.io, options_for(server.port()));
-    BOOST_TEST(execute(conn, {"PING"}).reply.text == "PONG");
-    server.stop(); // commands now wait in the queue
 
     for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
                             asio::cancellation_type::total})

@@ -15,9 +15,11 @@
 #include <asio_sync/redis/semaphore.hpp>
 
 #include "support/io_threads.hpp"
+#include "support/recording_executor.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
@@ -27,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -173,6 +176,45 @@ BOOST_FIXTURE_TEST_CASE(a_flushed_library_is_loaded_again, fixture)
     server.command({"FUNCTION", "FLUSH"});
     BOOST_TEST(!write(2, "b").ec);
     BOOST_TEST(get(key) == "b");
+}
+
+// A write whose handler runs on another context, and destroys the connection and its context. The
+// library is loaded on the way (three commands), and only the handler is submitted to its
+// executor: the commands before it complete on the connection's, so that none is started from
+// the handler's executor (from use_future's system executor, one could still be returning from
+// its start when another thread has completed the write and the caller has destroyed the
+// connection: UndefinedBehaviorSanitizer saw that once in the racing writers' test). Once the
+// handler is called, the operation holds nothing of the connection or its context: built on
+// async_compose, it kept the context's work until after the handler returned, a use after free
+// under AddressSanitizer.
+BOOST_AUTO_TEST_CASE(only_the_handler_runs_on_its_executor_and_it_may_destroy_the_connection_and_its_context)
+{
+    redis_server server;
+    asio::io_context handlers;
+    std::vector<bool> submitted;
+    const asio_sync::test::recording_executor<asio::io_context::executor_type> recording(
+        handlers.get_executor(), submitted);
+    auto io = std::make_unique<asio::io_context>();
+    auto link = std::make_unique<redis::connection>(*io, options_for(server.port()));
+    bool called = false;
+    redis::async_fenced_set(
+        *link, key, fence_key, 7, "a",
+        asio::bind_executor(recording, [&](boost::system::error_code ec, std::uint64_t largest) {
+            BOOST_TEST(!ec);
+            BOOST_TEST(largest == 7u);
+            link.reset();
+            io.reset();
+            called = true;
+        }));
+    const auto deadline = std::chrono::steady_clock::now() + asio_sync::test::redis_wait_limit;
+    while (!called && std::chrono::steady_clock::now() < deadline)
+    {
+        io->run_one_for(10ms);
+        handlers.poll();
+    }
+    BOOST_TEST(called);
+    BOOST_TEST(submitted.size() == 1u);
+    BOOST_TEST(server.command({"GET", key}) == "a");
 }
 
 // Writers race with distinct fences from a pool of threads: whatever the order, the value is the

@@ -56,9 +56,9 @@ namespace redis = asio_sync::redis;
 using asio_sync::test::allocation_counts;
 using asio_sync::test::counting_allocator;
 using asio_sync::test::eventually;
-using asio_sync::test::queue_length;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
+using asio_sync::test::queue_length;
 using asio_sync::test::redis_server;
 using asio_sync::test::tcp_proxy;
 using asio_sync::test::wait;
@@ -790,6 +790,36 @@ BOOST_AUTO_TEST_CASE(a_permit_destroyed_at_context_shutdown_after_its_connection
             asio::post(io, [p = std::move(*held)] {});
         }
     }
+}
+
+// A status read whose handler runs on another context, and destroys the semaphore, the connection
+// and their context: once the handler is called, the operation holds nothing of them. Built on
+// async_compose, it kept the context's work, and the semaphore's engine, until it was destroyed
+// after the handler returned: a use after free under AddressSanitizer; with use_future, the
+// system executor's thread racing the caller's teardown (seen once under ThreadSanitizer).
+BOOST_AUTO_TEST_CASE(a_status_handler_may_destroy_the_semaphore_its_connection_and_their_context)
+{
+    redis_server server;
+    asio::io_context handlers;
+    auto io = std::make_unique<asio::io_context>();
+    auto conn = std::make_unique<redis::connection>(*io, options_for(server.port()));
+    auto sem = std::make_unique<redis::semaphore>(*conn, "status", 1, lease);
+    bool called = false;
+    sem->async_status(
+        asio::bind_executor(handlers, [&](boost::system::error_code ec, redis::semaphore_status) {
+            BOOST_TEST(!ec);
+            sem.reset();
+            conn.reset();
+            io.reset();
+            called = true;
+        }));
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!called && std::chrono::steady_clock::now() < deadline)
+    {
+        io->run_one_for(10ms);
+        handlers.poll();
+    }
+    BOOST_TEST(called);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_queued_acquire_is_allocated_with_the_handlers_allocator, fixture)

@@ -8,13 +8,13 @@
 
 #include <asio_sync/redis/connection.hpp>
 #include <asio_sync/redis/detail/access.hpp>
+#include <asio_sync/redis/detail/composed_call.hpp>
 #include <asio_sync/redis/detail/fence_library.hpp>
 #include <asio_sync/redis/detail/semaphore_reply.hpp>
 #include <asio_sync/redis/error.hpp>
 #include <asio_sync/redis/reply.hpp>
 
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/compose.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -29,7 +29,8 @@ namespace asio_sync::redis {
 namespace detail {
 
 // Calls the fenced writes' function; if the server does not have the library (never loaded, a
-// FUNCTION FLUSH, a restart without its data), loads it and calls once more.
+// FUNCTION FLUSH, a restart without its data), loads it and calls once more. A composed call
+// (detail/composed_call.hpp): the handler may destroy the connection and its context.
 template <class Executor>
 class fenced_set_op
 {
@@ -138,7 +139,8 @@ private:
 ///   `boost::asio::error::operation_aborted`, `asio_sync::error::closed`.
 ///
 /// @par Object lifetimes
-/// The connection must exist until the handler is invoked. The keys and the value are copied.
+/// The connection must exist until the handler is invoked; the handler may destroy it and its
+/// execution context. The keys and the value are copied.
 ///
 /// @param conn The connection to the server that holds the resource.
 /// @param key The key written: a string key.
@@ -162,8 +164,13 @@ auto async_fenced_set(basic_connection<Executor>& conn, std::string_view key, st
                                   std::to_string(fence),
                                   std::string(value),
                                   std::to_string(ttl.count() > 0 ? ttl.count() : 0)};
-    return boost::asio::async_compose<Token, void(boost::system::error_code, std::uint64_t)>(
-        detail::fenced_set_op<Executor>(conn, std::move(call)), token, conn.get_executor());
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::uint64_t)>(
+        [&conn](auto handler, std::vector<std::string> args) {
+            detail::start_composed_call<void(boost::system::error_code, std::uint64_t)>(
+                std::move(handler), conn.get_executor(),
+                detail::fenced_set_op<Executor>(conn, std::move(args)));
+        },
+        token, std::move(call));
 }
 
 /// Writes `value` to `key` unless a larger fence has written it before; neither key expires.

@@ -480,7 +480,9 @@ public:
     /// May be called concurrently with any member function but the destructor.
     ///
     /// @par Object lifetimes
-    /// The semaphore may be destroyed while the read is pending; the connection may not.
+    /// The semaphore may be destroyed while the read is pending; the connection may not. The
+    /// handler may destroy the semaphore, the connection and their execution context: the
+    /// operation uses none of them once the handler is called.
     ///
     /// @param token The completion token.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, semaphore_status))

@@ -7,11 +7,13 @@
 #define ASIO_SYNC_REDIS_IMPL_SEMAPHORE_HPP
 
 #include <asio_sync/redis/detail/checked_semaphore_options.hpp>
+#include <asio_sync/redis/detail/composed_call.hpp>
 #include <asio_sync/redis/detail/semaphore_reply.hpp>
 
-#include <boost/asio/compose.hpp>
-
+#include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace asio_sync::redis {
 
@@ -35,29 +37,33 @@ private:
     basic_semaphore* self_;
 };
 
-// The read of async_status: FCALL_RO usage, then the decoded numbers. A composed operation, so
-// that the handler's associated executor, allocator and cancellation slot carry over to the
-// connection's command.
+// The read of async_status: FCALL_RO usage, then the decoded numbers. A composed call
+// (detail/composed_call.hpp), so that the handler's allocator and cancellation slot carry over to
+// the connection's command. It holds the call, not the semaphore's engine: the handler may
+// destroy the semaphore, the connection and their context before the operation is destroyed.
 template <class Executor>
 struct basic_semaphore<Executor>::status_read
 {
-    std::shared_ptr<engine_type> engine;
     connection_type* connection;
-    bool started = false;
+    std::vector<std::string> usage;
 
     template <class Self>
-    void operator()(Self& self, boost::system::error_code ec = {}, reply r = {})
+    void operator()(Self& self)
     {
-        if (!std::exchange(started, true))
-            return connection->async_execute(engine->script().usage(), std::move(self));
+        connection->async_execute(usage, std::move(self));
+    }
+
+    template <class Self>
+    void operator()(Self& self, boost::system::error_code ec, const reply& r)
+    {
         using outcome = detail::semaphore_reply::outcome;
-        const detail::semaphore_reply usage = detail::decode_semaphore_reply(ec, r);
-        if (usage.what == outcome::usage)
-            return self.complete({}, semaphore_status{usage.capacity, usage.held, usage.queued});
+        const detail::semaphore_reply decoded = detail::decode_semaphore_reply(ec, r);
+        if (decoded.what == outcome::usage)
+            return self.complete({}, semaphore_status{decoded.capacity, decoded.held, decoded.queued});
         // A read whose reply was lost with its link is not sent again: it reports connection_lost,
         // as async_execute does.
-        self.complete(usage.what == outcome::failed ? usage.error
-                      : usage.what == outcome::connection_lost
+        self.complete(decoded.what == outcome::failed ? decoded.error
+                      : decoded.what == outcome::connection_lost
                           ? ec
                           : boost::system::error_code(redis::error::server_error),
                       semaphore_status{});
@@ -98,8 +104,9 @@ public:
     template <class Handler>
     void operator()(Handler&& handler) const
     {
-        boost::asio::async_compose<Handler, void(boost::system::error_code, semaphore_status)>(
-            status_read{self_->engine_, self_->connection_}, handler, self_->get_executor());
+        detail::start_composed_call<void(boost::system::error_code, semaphore_status)>(
+            std::forward<Handler>(handler), self_->get_executor(),
+            status_read{self_->connection_, self_->engine_->script().usage()});
     }
 
 private:
