@@ -56,6 +56,7 @@ namespace {
 
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
+using asio_sync::test::emit;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
 using asio_sync::test::redis_server;
@@ -181,19 +182,6 @@ redis_server::options requiring(std::string password)
     redis_server::options options;
     options.password = std::move(password);
     return options;
-}
-
-// Emits a cancellation on the thread that runs `io`, where the command's handler runs, as Asio
-// requires of a cancellation signal; returns once it has been emitted.
-void emit(asio::io_context& io, asio::cancellation_signal& signal, asio::cancellation_type type)
-{
-    std::promise<void> emitted;
-    asio::post(io, [&] {
-        signal.emit(type);
-        emitted.set_value();
-    });
-    auto f = emitted.get_future();
-    wait(f);
 }
 
 std::string client_id(redis::connection& conn)

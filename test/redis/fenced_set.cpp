@@ -14,14 +14,23 @@
 #include <asio_sync/redis/fenced_set.hpp>
 #include <asio_sync/redis/semaphore.hpp>
 
+#include "support/counting_allocator.hpp"
 #include "support/io_threads.hpp"
 #include "support/recording_executor.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -33,6 +42,8 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -42,6 +53,10 @@ namespace {
 
 namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
+using asio_sync::test::allocation_counts;
+using asio_sync::test::counting_allocator;
+using asio_sync::test::emit;
+using asio_sync::test::eventually;
 using asio_sync::test::options_for;
 using asio_sync::test::redis_server;
 using asio_sync::test::wait;
@@ -56,6 +71,24 @@ struct outcome
     std::uint64_t largest = 0;
 };
 
+// use_future with both arguments.
+const auto as_outcome = asio::use_future([](boost::system::error_code ec, std::uint64_t largest) {
+    return outcome{ec, largest};
+});
+
+// A write whose cancellation slot is `signal`'s.
+std::future<outcome> cancellable_write(redis::connection& link, std::uint64_t fence, const std::string& value,
+                                       asio::cancellation_signal& signal)
+{
+    return redis::async_fenced_set(link, key, fence_key, fence, value,
+                                   asio::bind_cancellation_slot(signal.slot(), as_outcome));
+}
+
+boost::system::error_code code(boost::system::error_code ec)
+{
+    return ec;
+}
+
 struct fixture
 {
     fixture() : work(asio::make_work_guard(io)), threads(io, 1), link(io, options_for(server.port())) {}
@@ -68,11 +101,11 @@ struct fixture
 
     outcome write(std::uint64_t fence, const std::string& value, std::chrono::milliseconds ttl = 0ms)
     {
-        auto f = redis::async_fenced_set(
-            link, key, fence_key, fence, value, ttl,
-            asio::use_future([](boost::system::error_code ec, std::uint64_t largest) {
-                return outcome{ec, largest};
-            }));
+        auto f =
+            redis::async_fenced_set(link, key, fence_key, fence, value, ttl,
+                                    asio::use_future([](boost::system::error_code ec, std::uint64_t largest) {
+                                        return outcome{ec, largest};
+                                    }));
         return wait(f);
     }
 
@@ -236,10 +269,11 @@ BOOST_AUTO_TEST_CASE(racing_writers_leave_the_largest_fences_value)
     for (std::uint64_t i = 0; i < writes; ++i)
     {
         redis::connection& link = i % 2 ? a : b;
-        results.push_back(redis::async_fenced_set(
-            link, key, fence_key, fences[i], std::to_string(fences[i]),
-            asio::use_future(
-                [](boost::system::error_code ec, std::uint64_t largest) { return outcome{ec, largest}; })));
+        results.push_back(
+            redis::async_fenced_set(link, key, fence_key, fences[i], std::to_string(fences[i]),
+                                    asio::use_future([](boost::system::error_code ec, std::uint64_t largest) {
+                                        return outcome{ec, largest};
+                                    })));
     }
     const std::uint64_t largest = fences.empty() ? 0 : *std::max_element(fences.begin(), fences.end());
     std::size_t written = 0, refused = 0;
@@ -291,6 +325,211 @@ BOOST_FIXTURE_TEST_CASE(a_holder_whose_lease_ended_cannot_overwrite_the_next_hol
     BOOST_TEST((late.ec == redis::error::stale_fence));
     BOOST_TEST(late.largest == new_holder.fencing_token());
     BOOST_TEST(get(key) == "new");
+}
+
+BOOST_FIXTURE_TEST_CASE(works_with_every_token_executor_and_allocator, fixture)
+{
+    std::promise<outcome> called;
+    redis::async_fenced_set(link, key, fence_key, 1, "callback",
+                            [&](boost::system::error_code ec, std::uint64_t largest) {
+                                called.set_value({ec, largest});
+                            });
+    auto via_callback = called.get_future();
+    BOOST_TEST(wait(via_callback).largest == 1u);
+
+    auto deferred = redis::async_fenced_set(link, key, fence_key, 2, "deferred", asio::deferred);
+    auto from_deferred = std::move(deferred)(asio::use_future);
+    BOOST_TEST(wait(from_deferred) == 2u);
+
+    auto coro = asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<std::uint64_t> {
+            const std::uint64_t written =
+                co_await redis::async_fenced_set(link, key, fence_key, 3, "awaited", asio::use_awaitable);
+            const auto [ec, largest] = co_await redis::async_fenced_set(link, key, fence_key, 2, "stale",
+                                                                        asio::as_tuple(asio::use_awaitable));
+            co_return ec == redis::error::stale_fence ? written + largest : 0;
+        },
+        asio::use_future);
+    BOOST_TEST(wait(coro) == 6u);
+
+    // From here the library is gone each time: three commands per write.
+    // On a strand of another context, which the pending write keeps busy until its handler ran.
+    server.command({"FUNCTION", "FLUSH"});
+    asio::io_context other;
+    auto strand = asio::make_strand(other);
+    bool on_strand = false;
+    redis::async_fenced_set(
+        link, key, fence_key, 4, "strand",
+        asio::bind_executor(strand, [&](boost::system::error_code ec, std::uint64_t largest) {
+            on_strand = !ec && largest == 4u && strand.running_in_this_thread();
+        }));
+    other.run_for(asio_sync::test::redis_wait_limit);
+    BOOST_TEST(on_strand);
+
+    // With an allocator of its own: used, and all given back.
+    server.command({"FUNCTION", "FLUSH"});
+    allocation_counts counts;
+    auto allocated =
+        redis::async_fenced_set(link, key, fence_key, 5, "allocated",
+                                asio::bind_allocator(counting_allocator<void>(counts), asio::use_future));
+    BOOST_TEST(wait(allocated) == 5u);
+    BOOST_TEST(counts.allocations.load() >= 3u); // one per command at least
+    BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
+    BOOST_TEST(get(key) == "allocated");
+}
+
+// The server is stopped before the connection starts, so that every write waits in its queue.
+BOOST_AUTO_TEST_CASE(a_write_cancelled_before_it_is_written_is_never_sent)
+{
+    redis_server server;
+    server.stop();
+    asio::io_context io;
+    auto work = asio::make_work_guard(io);
+    asio_sync::test::io_threads threads(io, 1);
+    redis::connection link(io, options_for(server.port()));
+    for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                            asio::cancellation_type::total})
+    {
+        asio::cancellation_signal signal;
+        auto f = cancellable_write(link, 1, "cancelled", signal);
+        emit(io, signal, type);
+        BOOST_TEST(wait(f).ec == code(asio::error::operation_aborted));
+    }
+    server.start();
+    auto ping = link.async_execute({"PING"}, asio::use_future);
+    BOOST_TEST(wait(ping).text == "PONG");
+    BOOST_TEST(server.command({"EXISTS", key}) == "0");
+    BOOST_TEST(server.command({"FUNCTION", "LIST"}) == ""); // not even the library
+    link.close();
+    work.reset();
+}
+
+// The server is paused once the link is up: the writes are written and wait for their replies.
+BOOST_FIXTURE_TEST_CASE(a_sent_write_is_cancelled_at_once_by_terminal_and_partial_but_not_total, fixture)
+{
+    BOOST_TEST(!write(1, "a").ec);
+    server.pause();
+    std::uint64_t fence = 10;
+    for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial})
+    {
+        asio::cancellation_signal signal;
+        const std::size_t before = server.unread_bytes();
+        auto f = cancellable_write(link, fence++, "cancelled", signal);
+        eventually([&] { return server.unread_bytes() > before; });
+        emit(io, signal, type);
+        BOOST_TEST(wait(f).ec == code(asio::error::operation_aborted)); // the server is paused
+    }
+    asio::cancellation_signal signal;
+    const std::size_t before = server.unread_bytes();
+    auto ignored = cancellable_write(link, fence, "total", signal);
+    eventually([&] { return server.unread_bytes() > before; });
+    emit(io, signal, asio::cancellation_type::total);
+    server.resume();
+    const outcome w = wait(ignored);
+    BOOST_TEST(!w.ec);
+    BOOST_TEST(w.largest == fence);
+    BOOST_TEST(get(key) == "total");
+}
+
+// The library is missing, and the write's second command, the library's load, is sent but held
+// back in the server behind a blocking command of the same link. Cancelled then, the write
+// completes at once and is not called again.
+BOOST_FIXTURE_TEST_CASE(a_write_cancelled_while_loading_the_library_does_not_call_again, fixture)
+{
+    auto id_read = link.async_execute({"CLIENT", "ID"}, asio::use_future);
+    const std::string id = std::to_string(wait(id_read).integer);
+    // The link blocked in BLPOP, with or without commands written behind it.
+    const auto blocked_with_unread = [&](bool unread) {
+        const std::string client = server.command({"CLIENT", "LIST", "ID", id});
+        return client.find("cmd=blpop") != std::string::npos &&
+               (client.find(" qbuf=0 ") == std::string::npos) == unread;
+    };
+    std::uint64_t fence = 1;
+    for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial})
+    {
+        server.command({"FUNCTION", "FLUSH"});
+        auto first_gate = link.async_execute({"BLPOP", "first_gate", "0"}, asio::use_future);
+        eventually([&] { return blocked_with_unread(false); });
+        asio::cancellation_signal signal;
+        auto f = cancellable_write(link, fence++, "loaded", signal);
+        auto second_gate = link.async_execute({"BLPOP", "second_gate", "0"}, asio::use_future);
+        eventually([&] { return blocked_with_unread(true); });
+        server.command({"RPUSH", "first_gate", "x"}); // the call runs, fails, and the second gate blocks
+        wait(first_gate);
+        eventually([&] { return blocked_with_unread(true); }); // the load, written behind it
+        emit(io, signal, type);
+        BOOST_TEST(wait(f).ec == code(asio::error::operation_aborted)); // the load is held back
+        server.command({"RPUSH", "second_gate", "x"});
+        wait(second_gate);
+        auto ping = link.async_execute({"PING"}, asio::use_future);
+        BOOST_TEST(wait(ping).text == "PONG");
+        BOOST_TEST(server.command({"EXISTS", key}) == "0");
+        BOOST_TEST(server.command({"FUNCTION", "LIST"}) != ""); // the load ran
+    }
+}
+
+// Closing the connection aborts a write queued (the server stopped) or sent (the server paused).
+BOOST_FIXTURE_TEST_CASE(closing_the_connection_aborts_a_pending_write, fixture)
+{
+    BOOST_TEST(!write(1, "a").ec);
+    server.pause();
+    const std::size_t before = server.unread_bytes();
+    auto sent = redis::async_fenced_set(link, key, fence_key, 2, "b", as_outcome);
+    eventually([&] { return server.unread_bytes() > before; });
+    link.close();
+    BOOST_TEST(wait(sent).ec == code(asio::error::operation_aborted)); // the server is paused
+    server.resume();
+
+    server.stop();
+    redis::connection queued_on(io, options_for(server.port()));
+    auto queued = redis::async_fenced_set(queued_on, key, fence_key, 3, "c", as_outcome);
+    queued_on.close();
+    BOOST_TEST(wait(queued).ec == code(asio::error::operation_aborted));
+}
+
+// Writes started at once from several threads through use_future while the library is missing
+// (three commands each, until one has loaded it), whose handlers complete on the system executor's
+// threads; the connection and the context go as soon as the last future is ready.
+BOOST_AUTO_TEST_CASE(writes_from_a_thread_pool_without_the_library_then_an_immediate_teardown)
+{
+    redis_server server;
+    for (int round = 0; round < 5; ++round)
+    {
+        server.command({"FUNCTION", "FLUSH"});
+        server.command({"DEL", key, fence_key});
+        auto io = std::make_unique<asio::io_context>();
+        auto work =
+            std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io->get_executor());
+        auto threads = std::make_unique<asio_sync::test::io_threads>(*io, 2);
+        auto link = std::make_unique<redis::connection>(*io, options_for(server.port()));
+        constexpr std::uint64_t callers = 4, writes = 25;
+        std::vector<std::vector<std::future<outcome>>> results(callers);
+        std::vector<std::thread> pool;
+        for (std::uint64_t c = 0; c < callers; ++c)
+            pool.emplace_back([&, c] {
+                for (std::uint64_t i = 0; i < writes; ++i)
+                    results[c].push_back(
+                        redis::async_fenced_set(*link, key, fence_key, 1 + c * writes + i, "v", as_outcome));
+            });
+        for (std::thread& t : pool)
+            t.join();
+        std::size_t written = 0, refused = 0;
+        for (auto& of_one : results)
+            for (auto& f : of_one)
+            {
+                const outcome o = wait(f);
+                written += !o.ec ? 1u : 0u;
+                refused += o.ec == redis::error::stale_fence ? 1u : 0u;
+            }
+        link.reset();
+        work.reset();
+        threads.reset();
+        io.reset();
+        BOOST_TEST(written + refused == callers * writes);
+        BOOST_TEST(written >= 1u);
+        BOOST_TEST(server.command({"GET", fence_key}) == std::to_string(callers * writes));
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

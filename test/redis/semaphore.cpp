@@ -17,11 +17,13 @@
 #include <asio_sync/redis/semaphore.hpp>
 
 #include "support/counting_allocator.hpp"
+#include "support/io_threads.hpp"
 #include "support/redis_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/semaphore_keys.hpp"
 #include "support/tcp_proxy.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -31,6 +33,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
@@ -44,8 +47,10 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 BOOST_AUTO_TEST_SUITE(redis_semaphore)
 
@@ -55,6 +60,7 @@ namespace asio = boost::asio;
 namespace redis = asio_sync::redis;
 using asio_sync::test::allocation_counts;
 using asio_sync::test::counting_allocator;
+using asio_sync::test::emit;
 using asio_sync::test::eventually;
 using asio_sync::test::is_ready;
 using asio_sync::test::options_for;
@@ -1172,6 +1178,205 @@ BOOST_FIXTURE_TEST_CASE(a_resize_works_with_every_token_and_its_allocator, fixtu
     held.p = permit();
     BOOST_TEST(!wait(r.done));
     BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
+}
+
+// ---- reading the status
+
+namespace {
+
+using status_outcome = std::tuple<boost::system::error_code, redis::semaphore_status>;
+
+// use_future with both arguments.
+const auto as_status_outcome = asio::use_future([](boost::system::error_code ec, redis::semaphore_status s) {
+    return status_outcome{ec, s};
+});
+
+// A status read whose cancellation slot is `signal`'s.
+std::future<status_outcome> cancellable_status(redis::semaphore& sem, asio::cancellation_signal& signal)
+{
+    return sem.async_status(asio::bind_cancellation_slot(signal.slot(), as_status_outcome));
+}
+
+// The FCALL_RO calls the server has run since it started: the status reads it was sent.
+std::string status_reads(const redis_server& server)
+{
+    const std::string stats = server.command({"INFO", "commandstats"});
+    const std::string name = "cmdstat_fcall_ro:calls=";
+    const std::size_t at = stats.find(name);
+    if (at == std::string::npos)
+        return "0";
+    const std::size_t from = at + name.size();
+    return stats.substr(from, stats.find(',', from) - from);
+}
+
+// Waits until the paused `server` holds more unread bytes than `before`: a command was written.
+void wait_until_written(const redis_server& server, std::size_t before)
+{
+    eventually([&] { return server.unread_bytes() > before; });
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_status_read_works_with_every_token_executor_and_allocator, fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, long_lease);
+    acquired h = hold(sem, 1);
+
+    std::promise<status_outcome> called;
+    sem.async_status([&](boost::system::error_code ec, redis::semaphore_status s) {
+        called.set_value({ec, s});
+    });
+    auto via_callback = called.get_future();
+    BOOST_TEST(std::get<1>(wait(via_callback)).held == 1u);
+
+    auto fut = sem.async_status(asio::use_future);
+    BOOST_TEST(wait(fut).held == 1u);
+
+    auto deferred = sem.async_status(asio::deferred);
+    auto from_deferred = std::move(deferred)(asio::use_future);
+    BOOST_TEST(wait(from_deferred).held == 1u);
+
+    auto coro = asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<std::size_t> {
+            const auto [ec, s] = co_await sem.async_status(asio::as_tuple(asio::use_awaitable));
+            const redis::semaphore_status again = co_await sem.async_status(asio::use_awaitable);
+            co_return ec ? 0 : s.held + again.held;
+        },
+        asio::use_future);
+    BOOST_TEST(wait(coro) == 2u);
+
+    // On a strand of another context, which the pending read keeps busy until its handler ran.
+    asio::io_context other;
+    auto strand = asio::make_strand(other);
+    bool on_strand = false;
+    sem.async_status(
+        asio::bind_executor(strand, [&](boost::system::error_code ec, redis::semaphore_status s) {
+            on_strand = !ec && s.held == 1u && strand.running_in_this_thread();
+        }));
+    other.run_for(limit);
+    BOOST_TEST(on_strand);
+
+    // With an allocator of its own: used, and all given back.
+    allocation_counts counts;
+    auto allocated =
+        sem.async_status(asio::bind_allocator(counting_allocator<void>(counts), asio::use_future));
+    BOOST_TEST(wait(allocated).held == 1u);
+    BOOST_TEST(counts.allocations.load() >= 1u);
+    BOOST_TEST(counts.deallocations.load() == counts.allocations.load());
+}
+
+// The server is stopped before the connection starts, so that every read waits in its queue.
+BOOST_AUTO_TEST_CASE(a_status_read_cancelled_before_it_is_written_is_never_sent)
+{
+    redis_server server;
+    server.stop();
+    asio::io_context io;
+    auto work = asio::make_work_guard(io);
+    asio_sync::test::io_threads threads(io, 1);
+    redis::connection conn(io, options_for(server.port()));
+    redis::semaphore sem(conn, "status", 1, lease);
+    for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                            asio::cancellation_type::total})
+    {
+        asio::cancellation_signal signal;
+        auto f = cancellable_status(sem, signal);
+        emit(io, signal, type);
+        BOOST_TEST(std::get<0>(wait(f)) == code(asio::error::operation_aborted));
+    }
+    server.start();
+    auto read = sem.async_status(asio::use_future);
+    BOOST_TEST(wait(read).capacity == 0u);
+    // Ours and the engine's, once its subscription is active: a cancelled read sent on connecting
+    // would have run before ours.
+    BOOST_TEST(std::stoul(status_reads(server)) <= 2u);
+    eventually([&] { return status_reads(server) == "2"; });
+    conn.close();
+    work.reset();
+}
+
+// The server is paused once the link is up: the reads are written and wait for their replies.
+BOOST_FIXTURE_TEST_CASE(a_written_status_read_is_cancelled_at_once_by_terminal_and_partial_but_not_total,
+                        fixture)
+{
+    redis::semaphore sem(first, "jobs", 2, long_lease);
+    acquired h = hold(sem, 1);
+    server.pause();
+    for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial})
+    {
+        asio::cancellation_signal signal;
+        const std::size_t before = server.unread_bytes();
+        auto f = cancellable_status(sem, signal);
+        wait_until_written(server, before);
+        emit(io, signal, type);
+        BOOST_TEST(std::get<0>(wait(f)) == code(asio::error::operation_aborted)); // the server is paused
+    }
+    asio::cancellation_signal signal;
+    const std::size_t before = server.unread_bytes();
+    auto ignored = cancellable_status(sem, signal);
+    wait_until_written(server, before);
+    emit(io, signal, asio::cancellation_type::total);
+    server.resume();
+    const status_outcome read = wait(ignored);
+    BOOST_TEST(!std::get<0>(read));
+    BOOST_TEST(std::get<1>(read).held == 1u);
+}
+
+// The semaphore may go while its read is pending, not the connection: closing it aborts the read.
+BOOST_FIXTURE_TEST_CASE(a_pending_status_read_outlives_its_semaphore_and_is_aborted_by_a_close, fixture)
+{
+    auto sem = std::make_unique<redis::semaphore>(first, "jobs", 2, long_lease);
+    redis::semaphore other(second, "jobs", 2, long_lease);
+    acquired h = hold(*sem, 1);
+    server.pause();
+    std::size_t before = server.unread_bytes();
+    auto orphan = sem->async_status(asio::use_future);
+    wait_until_written(server, before);
+    sem.reset();
+    before = server.unread_bytes();
+    auto closed = other.async_status(as_status_outcome);
+    wait_until_written(server, before);
+    second.close();
+    BOOST_TEST(std::get<0>(wait(closed)) == code(asio::error::operation_aborted)); // the server is paused
+    server.resume();
+    BOOST_TEST(wait(orphan).held == 1u);
+}
+
+// Reads started at once from several threads through use_future, whose handlers complete on the
+// system executor's threads; the semaphore, the connection and the context go as soon as the last
+// future is ready.
+BOOST_AUTO_TEST_CASE(status_reads_from_a_thread_pool_then_an_immediate_teardown)
+{
+    redis_server server;
+    for (int round = 0; round < 5; ++round)
+    {
+        auto io = std::make_unique<asio::io_context>();
+        auto work =
+            std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io->get_executor());
+        auto threads = std::make_unique<asio_sync::test::io_threads>(*io, 2);
+        auto conn = std::make_unique<redis::connection>(*io, options_for(server.port()));
+        auto sem = std::make_unique<redis::semaphore>(*conn, "pool", 3, lease);
+        constexpr std::size_t callers = 4, reads = 25;
+        std::vector<std::vector<std::future<redis::semaphore_status>>> results(callers);
+        std::vector<std::thread> pool;
+        for (std::size_t c = 0; c < callers; ++c)
+            pool.emplace_back([&, c] {
+                for (std::size_t i = 0; i < reads; ++i)
+                    results[c].push_back(sem->async_status(asio::use_future));
+            });
+        for (std::thread& t : pool)
+            t.join();
+        std::size_t read = 0;
+        for (auto& of_one : results)
+            for (auto& f : of_one)
+                read += wait(f).capacity == 0u ? 1u : 0u;
+        sem.reset();
+        conn.reset();
+        work.reset();
+        threads.reset();
+        io.reset();
+        BOOST_TEST(read == callers * reads);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -13,6 +13,9 @@
 
 #include <asio_sync/redis/connection_options.hpp>
 
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -50,6 +53,20 @@ template <class T>
 bool is_ready(std::future<T>& f)
 {
     return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+// Emits a cancellation on the thread that runs `io`, where the operation's handler runs, as Asio
+// requires of a cancellation signal; returns once it has been emitted.
+inline void emit(boost::asio::io_context& io, boost::asio::cancellation_signal& signal,
+                 boost::asio::cancellation_type type)
+{
+    std::promise<void> emitted;
+    boost::asio::post(io, [&] {
+        signal.emit(type);
+        emitted.set_value();
+    });
+    auto f = emitted.get_future();
+    wait(f);
 }
 
 // Polls until `f` holds, every 5 ms; fails the test after the limit.

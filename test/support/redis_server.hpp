@@ -35,6 +35,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -152,6 +153,27 @@ public:
     // Freezes and thaws the server (SIGSTOP / SIGCONT): connections stay open, nothing is answered.
     void pause() const { signal(SIGSTOP); }
     void resume() const { signal(SIGCONT); }
+
+    // The bytes that clients have sent the server and it has not read yet, from the kernel's
+    // receive queues of its connections (/proc/net/tcp): while it is paused, a command written to
+    // it shows here.
+    std::size_t unread_bytes() const
+    {
+        std::ifstream table("/proc/net/tcp");
+        std::string line;
+        std::getline(table, line); // the header
+        std::size_t unread = 0;
+        while (std::getline(table, line))
+        {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state, queues;
+            fields >> slot >> local >> remote >> state >> queues;
+            const bool listening = state == "0A";
+            if (!listening && std::stoul(local.substr(local.find(':') + 1), nullptr, 16) == port_)
+                unread += std::stoul(queues.substr(queues.find(':') + 1), nullptr, 16);
+        }
+        return unread;
+    }
 
     // A reply copied out of hiredis' tree, so that no hiredis object outlives the read.
     struct reply
