@@ -29,12 +29,14 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -83,6 +85,63 @@ std::future<outcome> cancellable_write(redis::connection& link, std::uint64_t fe
     return redis::async_fenced_set(link, key, fence_key, fence, value,
                                    asio::bind_cancellation_slot(signal.slot(), as_outcome));
 }
+
+// What cancelling_allocator emits, and whether it has.
+struct cancellation_hook
+{
+    cancellation_hook(asio::io_context& i, asio::cancellation_signal& s, asio::cancellation_type t)
+        : io(i), signal(s), type(t)
+    {
+    }
+
+    asio::io_context& io;
+    asio::cancellation_signal& signal;
+    asio::cancellation_type type;
+    std::atomic<bool> fired{false};
+};
+
+// An allocator that, the first time memory goes back to it, posts the emission of a cancellation
+// to the thread that runs `io`. Given to a write, it fires when the first command's reply has
+// arrived, before the next command is started: its operation is freed first.
+template <class T>
+class cancelling_allocator
+{
+public:
+    using value_type = T;
+
+    explicit cancelling_allocator(std::shared_ptr<cancellation_hook> h) noexcept : hook_(std::move(h)) {}
+
+    template <class U>
+    cancelling_allocator(const cancelling_allocator<U>& other) noexcept : hook_(other.get_hook())
+    {
+    }
+
+    T* allocate(std::size_t n) { return std::allocator<T>().allocate(n); }
+
+    void deallocate(T* p, std::size_t n)
+    {
+        std::allocator<T>().deallocate(p, n);
+        if (!hook_->fired.exchange(true))
+            asio::post(hook_->io, [h = hook_] { h->signal.emit(h->type); });
+    }
+
+    const std::shared_ptr<cancellation_hook>& get_hook() const noexcept { return hook_; }
+
+    template <class U>
+    bool operator==(const cancelling_allocator<U>& other) const noexcept
+    {
+        return hook_ == other.get_hook();
+    }
+
+    template <class U>
+    bool operator!=(const cancelling_allocator<U>& other) const noexcept
+    {
+        return hook_ != other.get_hook();
+    }
+
+private:
+    std::shared_ptr<cancellation_hook> hook_;
+};
 
 boost::system::error_code code(boost::system::error_code ec)
 {
@@ -433,8 +492,9 @@ BOOST_FIXTURE_TEST_CASE(a_sent_write_is_cancelled_at_once_by_terminal_and_partia
 }
 
 // The library is missing, and the write's second command, the library's load, is sent but held
-// back in the server behind a blocking command of the same link. Cancelled then, the write
-// completes at once and is not called again.
+// back in the server behind a blocking command of the same link. Cancelled then, the write is not
+// called again: terminal and partial complete it at once; total, which takes back no command sent,
+// once the load ran.
 BOOST_FIXTURE_TEST_CASE(a_write_cancelled_while_loading_the_library_does_not_call_again, fixture)
 {
     auto id_read = link.async_execute({"CLIENT", "ID"}, asio::use_future);
@@ -446,7 +506,8 @@ BOOST_FIXTURE_TEST_CASE(a_write_cancelled_while_loading_the_library_does_not_cal
                (client.find(" qbuf=0 ") == std::string::npos) == unread;
     };
     std::uint64_t fence = 1;
-    for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial})
+    for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                            asio::cancellation_type::total})
     {
         server.command({"FUNCTION", "FLUSH"});
         auto first_gate = link.async_execute({"BLPOP", "first_gate", "0"}, asio::use_future);
@@ -459,9 +520,12 @@ BOOST_FIXTURE_TEST_CASE(a_write_cancelled_while_loading_the_library_does_not_cal
         wait(first_gate);
         eventually([&] { return blocked_with_unread(true); }); // the load, written behind it
         emit(io, signal, type);
-        BOOST_TEST(wait(f).ec == code(asio::error::operation_aborted)); // the load is held back
+        if (type != asio::cancellation_type::total)
+            BOOST_TEST(wait(f).ec == code(asio::error::operation_aborted)); // the load is held back
         server.command({"RPUSH", "second_gate", "x"});
         wait(second_gate);
+        if (type == asio::cancellation_type::total)
+            BOOST_TEST(wait(f).ec == code(asio::error::operation_aborted));
         auto ping = link.async_execute({"PING"}, asio::use_future);
         BOOST_TEST(wait(ping).text == "PONG");
         BOOST_TEST(server.command({"EXISTS", key}) == "0");
@@ -529,6 +593,28 @@ BOOST_AUTO_TEST_CASE(writes_from_a_thread_pool_without_the_library_then_an_immed
         BOOST_TEST(written + refused == callers * writes);
         BOOST_TEST(written >= 1u);
         BOOST_TEST(server.command({"GET", fence_key}) == std::to_string(callers * writes));
+    }
+}
+
+// A cancellation emitted after the first command's reply (the library is missing) and before the
+// next command is started: the write is not sent again, whatever the type, and completes with
+// operation_aborted.
+BOOST_FIXTURE_TEST_CASE(a_write_cancelled_between_its_commands_is_not_sent_again, fixture)
+{
+    for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                            asio::cancellation_type::total})
+    {
+        server.command({"FUNCTION", "FLUSH"});
+        server.command({"DEL", key});
+        asio::cancellation_signal signal;
+        const auto hook = std::make_shared<cancellation_hook>(io, signal, type);
+        auto f = redis::async_fenced_set(
+            link, key, fence_key, 1, "cancelled",
+            asio::bind_allocator(cancelling_allocator<void>(hook),
+                                 asio::bind_cancellation_slot(signal.slot(), as_outcome)));
+        BOOST_TEST(wait(f).ec == code(asio::error::operation_aborted));
+        BOOST_TEST(hook->fired.load());
+        BOOST_TEST(server.command({"EXISTS", key}) == "0");
     }
 }
 

@@ -15,6 +15,7 @@
 #include <asio_sync/redis/reply.hpp>
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -54,11 +55,15 @@ public:
             loading_ = false;
             if (ec)
                 return self.complete(decoded_error(ec, r), 0);
+            if (self.cancelled())
+                return self.complete(boost::asio::error::operation_aborted, 0);
             return conn_.async_execute(call_, std::move(self));
         }
         if (ec == redis::error::server_error && !loaded_ &&
             reply_decoding::from_error(r).what == semaphore_reply::outcome::library_missing)
         {
+            if (self.cancelled())
+                return self.complete(boost::asio::error::operation_aborted, 0);
             loading_ = loaded_ = true;
             // Loaded on the node that has the key, in a cluster.
             const std::string_view args[] = {"FUNCTION", "LOAD", "REPLACE", fence_library::source};
@@ -121,7 +126,9 @@ private:
 ///
 /// @par Per-operation cancellation
 /// As `basic_connection::async_execute`: a write not yet sent is never sent; one already sent
-/// may have run.
+/// may have run. When the server lacks the library, the call is sent again once the library is
+/// loaded: a cancellation of any type that arrives before then completes the write with
+/// `operation_aborted`, and the call is not sent again.
 ///
 /// @par Executor
 /// The handler is never invoked from within this function; it is submitted to its associated
