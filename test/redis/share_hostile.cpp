@@ -122,15 +122,28 @@ error_code outcome(std::future<void>& f)
     }
 }
 
-// True if `f` completes before a handler posted to the context's one thread after its initiation:
-// completed at once (posted as initiated), not later.
-bool completes_at_once(asio::io_context& io, std::future<void>& f)
+// A handler without an executor of its own, so that it runs on the context's one thread (a
+// use_future handler runs on the system executor's threads, in no order with the context's), and
+// the flag it sets.
+struct completion_flag
+{
+    std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);
+
+    auto handler() const
+    {
+        return [d = done](error_code) { *d = true; };
+    }
+};
+
+// True if the operation of `flag` completed before a handler posted to the context's one thread
+// now: at once (queued as initiated, or when its object was destroyed), not later.
+bool completes_at_once(asio::io_context& io, const completion_flag& flag)
 {
     std::promise<void> marker;
     asio::post(io, [&] { marker.set_value(); });
     auto m = marker.get_future();
     wait(m);
-    return is_ready(f);
+    return flag.done->load();
 }
 
 // True while this thread is inside an initiating function of the object under test.
@@ -925,7 +938,8 @@ BOOST_FIXTURE_TEST_CASE(a_closed_process_that_left_has_no_valid_share, fixture)
     // Failed before its fix: valid_for() still counts down the last lease, and the wait for the loss never
     // completes once the closed process has left.
     BOOST_TEST((a.valid_for() == std::chrono::steady_clock::duration::zero()));
-    auto lost = a.async_wait_lost(asio::use_future);
+    completion_flag lost;
+    a.async_wait_lost(lost.handler());
     BOOST_TEST(completes_at_once(io, lost));
     b.release(2);
 }
@@ -1016,7 +1030,8 @@ BOOST_FIXTURE_TEST_CASE(a_wait_for_the_loss_completes_when_the_object_is_destroy
     auto f = acquire(*a, 2);
     wait(f);
     a->release(2);
-    auto lost = a->async_wait_lost(asio::use_future);
+    completion_flag lost;
+    a->async_wait_lost(lost.handler());
     a.reset();
     redis::share_semaphore b(second, "lost-wait", 2, still);
     auto all = acquire(b, 2); // only once a left
