@@ -106,19 +106,10 @@ redis::semaphore_options lease_of(std::chrono::milliseconds lease, unsigned dura
 }
 
 // Whether the fleet-wide semaphore of `sem` holds no permit and queues nobody, as Redis says now.
-// The status is read by a handler that runs on the semaphore's executor (not use_future's system
-// thread, which may still be destroying the operation, and the io_context's work it holds, after
-// the future is ready and the test has destroyed the io_context).
 bool idle(redis::semaphore& sem)
 {
-    auto promise =
-        std::make_shared<std::promise<std::pair<boost::system::error_code, redis::semaphore_status>>>();
-    auto status = promise->get_future();
-    sem.async_status([promise](boost::system::error_code ec, redis::semaphore_status st) {
-        promise->set_value({ec, st});
-    });
-    const auto [ec, st] = wait(status);
-    BOOST_REQUIRE_MESSAGE(!ec, "status: " << ec.message());
+    auto status = sem.async_status(asio::use_future);
+    const redis::semaphore_status st = wait(status);
     return st.held == 0 && st.queued == 0;
 }
 
